@@ -1,0 +1,18 @@
+"""keras-transformer: the 2017 Transformer and GPT-2/GPT-3 as one set of Keras 3 layers.
+
+Example:
+>>> import keras_transformer as kt
+>>> model = kt.DecoderOnly.from_preset("gpt2_tiny")
+>>> model.count_params() == kt.models.preset_config("gpt2_tiny").count_params()
+True
+"""
+
+from keras_transformer import layers
+from keras_transformer import masks
+from keras_transformer import models
+from keras_transformer.models import DecoderOnly
+from keras_transformer.models import EncoderDecoder
+
+__version__ = "0.1.0"
+
+__all__ = ["DecoderOnly", "EncoderDecoder", "layers", "masks", "models"]

@@ -1,0 +1,17 @@
+"""Building blocks: embeddings, attention, feed-forward and the Transformer block."""
+
+from keras_transformer.layers.feed_forward import FeedForward
+from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
+from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
+from keras_transformer.layers.token_embedding import TokenEmbedding
+from keras_transformer.layers.transformer_block import TransformerBlock
+
+__all__ = [
+    "FeedForward",
+    "LearnedPositionEmbedding",
+    "MultiHeadAttention",
+    "SinusoidalEmbedding",
+    "TokenEmbedding",
+    "TransformerBlock",
+]

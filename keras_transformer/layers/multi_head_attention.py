@@ -1,0 +1,205 @@
+"""Multi-head scaled dot-product attention in the four modes the models use."""
+
+import keras
+from keras import ops
+
+from keras_transformer import masks
+from keras_transformer import validation
+
+MODES = ("bidirectional", "causal", "banded", "cross")
+_NEG_INF = -1e9  # added to masked scores; the softmax runs in float32
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class MultiHeadAttention(keras.layers.Layer):
+    """`softmax(Q K^T / sqrt(d_head)) V` over `num_heads` heads, one layer for all modes.
+
+    Modes (see `keras_transformer.masks` for the conventions):
+        * `"bidirectional"`: encoder self-attention, every position sees every
+          real position.
+        * `"causal"`: decoder self-attention, position t sees positions <= t.
+        * `"banded"`: GPT-3's locally banded layers, causal and at most
+          `window` positions back (the query's own position included).
+        * `"cross"`: queries of length T from the decoder against keys and
+          values of length S from the encoder output ("memory"); scores are
+          T x S.
+    A key padding mask combines with every mode. Rows whose keys are all
+    masked give zeros, never NaN, in float32, float16 and bfloat16.
+
+    Self-attention projects Q, K and V with one fused `(d_model, 3 d_model)`
+    matrix; cross-attention fuses K and V. The product runs through
+    `keras.ops.dot_product_attention` (flash/fused kernels on GPU) unless
+    attention-probability dropout is active in training.
+
+    Args:
+        num_heads: number of heads; `d_model` must be divisible by it.
+        mode: one of `"bidirectional"`, `"causal"`, `"banded"`, `"cross"`.
+        window: band width for `mode="banded"` (required there, else None).
+        dropout: dropout rate on the attention probabilities (default 0:
+            the paper's residual dropout does not need it).
+        use_bias: whether the projections have biases.
+        kernel_initializer: initializer of the projection kernels.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        query: `(batch, T, d_model)`.
+        memory: `(batch, S, d_model)` encoder output, for `mode="cross"` only.
+        key_mask: bool `(batch, S)` key padding mask (`True` = real token),
+            over `query` itself for self-attention, over `memory` for cross.
+        training: whether dropout is active.
+
+    Returns:
+        `(batch, T, d_model)`. `attention_probabilities(...)` takes the same
+        arguments and returns the probabilities `(batch, heads, T, S)`.
+
+    Example:
+    >>> import numpy as np
+    >>> attention = MultiHeadAttention(num_heads=2, mode="cross")
+    >>> target, source = np.ones((1, 7, 8)), np.ones((1, 6, 8))
+    >>> attention(target, memory=source).shape
+    (1, 7, 8)
+    >>> attention.attention_probabilities(target, memory=source).shape
+    (1, 2, 7, 6)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        mode="bidirectional",
+        window=None,
+        dropout=0.0,
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = validation.check_int("num_heads", num_heads)
+        self.mode = validation.check_choice("mode", mode, MODES)
+        if mode == "banded":
+            self.window = validation.check_int("window", window)
+        elif window is not None:
+            raise ValueError(
+                f"`window` is only used with mode='banded'; received window={window!r} "
+                f"with mode={mode!r}."
+            )
+        else:
+            self.window = None
+        self.dropout = validation.check_rate("dropout", dropout)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def _dense(self, units, name):
+        return keras.layers.Dense(
+            units,
+            use_bias=self.use_bias,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, memory_shape=None, key_mask_shape=None):
+        d_model = query_shape[-1]
+        validation.check_divisible("d_model", d_model, "num_heads", self.num_heads)
+        self.d_model, self.d_head = d_model, d_model // self.num_heads
+        if self.mode == "cross":
+            self.query_projection = self._dense(d_model, "query")
+            self.query_projection.build(query_shape)
+            self.key_value_projection = self._dense(2 * d_model, "key_value")
+            self.key_value_projection.build(memory_shape or query_shape)
+        else:
+            self.qkv_projection = self._dense(3 * d_model, "qkv")
+            self.qkv_projection.build(query_shape)
+        self.output_projection = self._dense(d_model, "output")
+        self.output_projection.build(query_shape)
+        self.probability_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="probability_dropout"
+        )
+        self.built = True
+
+    def _split_heads(self, x, parts):
+        """`(batch, L, parts * d_model)` -> `parts` tensors `(batch, L, heads, d_head)`."""
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (batch, length, parts, self.num_heads, self.d_head))
+        return [x[:, :, i] for i in range(parts)]
+
+    def _project(self, query, memory):
+        if self.mode == "cross":
+            if memory is None:
+                raise ValueError("mode='cross' needs `memory` (the encoder output).")
+            (q,) = self._split_heads(self.query_projection(query), 1)
+            k, v = self._split_heads(self.key_value_projection(memory), 2)
+        else:
+            if memory is not None:
+                raise ValueError(
+                    f"`memory` is only used with mode='cross'; this layer's mode is "
+                    f"{self.mode!r}."
+                )
+            q, k, v = self._split_heads(self.qkv_projection(query), 3)
+        return q, k, v  # each (batch, L, heads, d_head)
+
+    def _mask(self, query_length, key_length, key_mask):
+        """Attention mask `(batch or 1, T, S)` for this mode, or None."""
+        if self.mode == "causal":
+            structure = masks.causal_mask(query_length, key_length)
+        elif self.mode == "banded":
+            structure = masks.banded_mask(query_length, key_length, self.window)
+        else:
+            structure = None
+        return masks.merge_masks(structure, masks.key_mask_to_attention_mask(key_mask))
+
+    def _probabilities(self, q, k, mask):
+        """Attention probabilities `(batch, heads, T, S)` in float32."""
+        q, k = ops.cast(q, "float32"), ops.cast(k, "float32")
+        scores = ops.einsum("bthd,bshd->bhts", q, k) / (self.d_head**0.5)
+        if mask is None:
+            return ops.softmax(scores, axis=-1)
+        mask = mask[:, None]  # (batch, 1, T, S)
+        probs = ops.softmax(ops.where(mask, scores, _NEG_INF), axis=-1)
+        return probs * ops.cast(ops.any(mask, axis=-1, keepdims=True), "float32")
+
+    def _attend(self, q, k, v, mask, training):
+        """Attention output `(batch, T, heads, d_head)`."""
+        if self.dropout > 0 and training:
+            probs = self.probability_dropout(self._probabilities(q, k, mask), training)
+            return ops.einsum("bhts,bshd->bthd", ops.cast(probs, v.dtype), v)
+        same_length = q.shape[1] is not None and q.shape[1] == k.shape[1]
+        if self.mode == "causal" and mask is None and same_length:
+            return ops.dot_product_attention(q, k, v, is_causal=True)
+        if mask is None:
+            return ops.dot_product_attention(q, k, v)
+        mask = mask[:, None]  # (batch, 1, T, S)
+        row_has_keys = ops.any(mask, axis=-1, keepdims=True)  # (batch, 1, T, 1)
+        # A row with no key would be a softmax over nothing: let it read every
+        # key (finite), then zero its output.
+        mask = ops.logical_or(mask, ops.logical_not(row_has_keys))
+        out = ops.dot_product_attention(q, k, v, mask=mask)
+        return out * ops.cast(ops.transpose(row_has_keys, (0, 2, 1, 3)), out.dtype)
+
+    def call(self, query, memory=None, key_mask=None, training=None):
+        q, k, v = self._project(query, memory)
+        mask = self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask)
+        out = self._attend(q, k, v, mask, training)  # (batch, T, heads, d_head)
+        batch, length = ops.shape(query)[0], ops.shape(query)[1]
+        return self.output_projection(ops.reshape(out, (batch, length, self.d_model)))
+
+    def attention_probabilities(self, query, memory=None, key_mask=None):
+        """Attention probabilities `(batch, heads, T, S)` (float32), no dropout."""
+        q, k, _ = self._project(query, memory)
+        return self._probabilities(
+            q, k, self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask)
+        )
+
+    def compute_output_shape(self, query_shape, memory_shape=None, key_mask_shape=None):
+        return query_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            mode=self.mode,
+            window=self.window,
+            dropout=self.dropout,
+            use_bias=self.use_bias,
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+        )
+        return config

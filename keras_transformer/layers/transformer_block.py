@@ -1,0 +1,190 @@
+"""One Transformer layer: self-attention, optional cross-attention, feed-forward."""
+
+import keras
+
+from keras_transformer import validation
+from keras_transformer.layers.feed_forward import ACTIVATIONS
+from keras_transformer.layers.feed_forward import FeedForward
+from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+
+LN_POSITIONS = ("post", "pre")
+SELF_ATTENTION_MODES = ("bidirectional", "causal", "banded")
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class TransformerBlock(keras.layers.Layer):
+    """Encoder layer, decoder layer or GPT block, depending on two arguments.
+
+    Each sub-layer f (self-attention, cross-attention when asked, feed-forward)
+    is wrapped in a residual connection with dropout on f's output:
+        * `ln_position="post"` (2017 paper): `x = LayerNorm(x + dropout(f(x)))`;
+        * `ln_position="pre"` (GPT-2): `x = x + dropout(f(LayerNorm(x)))`.
+    Post-LN keeps every block's output normalized but needs a long learning
+    rate warmup when deep; pre-LN leaves an un-normalized residual stream
+    (the model adds one final LayerNorm) and trains without it.
+    Both positions have the same weights: only the order of operations differs.
+
+    Args:
+        num_heads: attention heads (`d_model`, taken from the input, must be
+            divisible by it).
+        d_ff: inner width of the feed-forward network.
+        ln_position: `"post"` or `"pre"`.
+        self_attention: `"bidirectional"` (encoder), `"causal"` (decoder) or
+            `"banded"` (GPT-3's local layers, with `window`).
+        window: band width when `self_attention="banded"`.
+        cross_attention: whether the block reads an encoder output (`memory`).
+        activation: feed-forward activation (`"relu"`, `"gelu"`, ...).
+        dropout: rate on each sub-layer's output before the residual add.
+        attention_dropout: rate on the attention probabilities (default 0).
+        layer_norm_epsilon: LayerNorm's epsilon.
+        kernel_initializer: initializer of every projection kernel.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        x: `(batch, T, d_model)`.
+        padding_mask: bool `(batch, T)`, `True` for real positions of `x`.
+        memory: `(batch, S, d_model)` encoder output (with `cross_attention`).
+        memory_mask: bool `(batch, S)`, `True` for real positions of `memory`.
+        training: whether dropout is active.
+
+    Returns:
+        `(batch, T, d_model)`.
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerBlock(num_heads=2, d_ff=32, self_attention="causal",
+    ...                          cross_attention=True)
+    >>> block(np.ones((2, 7, 8)), memory=np.ones((2, 6, 8))).shape
+    (2, 7, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        d_ff,
+        ln_position="post",
+        self_attention="bidirectional",
+        window=None,
+        cross_attention=False,
+        activation="relu",
+        dropout=0.0,
+        attention_dropout=0.0,
+        layer_norm_epsilon=1e-5,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = validation.check_int("num_heads", num_heads)
+        self.d_ff = validation.check_int("d_ff", d_ff)
+        self.ln_position = validation.check_choice(
+            "ln_position", ln_position, LN_POSITIONS
+        )
+        self.self_attention_mode = validation.check_choice(
+            "self_attention", self_attention, SELF_ATTENTION_MODES
+        )
+        self.window = window
+        self.has_cross_attention = bool(cross_attention)
+        self.activation = validation.check_choice(
+            "activation", activation, tuple(ACTIVATIONS)
+        )
+        self.dropout = validation.check_rate("dropout", dropout)
+        self.attention_dropout = validation.check_rate(
+            "attention_dropout", attention_dropout
+        )
+        self.layer_norm_epsilon = validation.check_positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        # Sub-layers are created here so that a bad `window` fails at once.
+        attention = dict(
+            num_heads=num_heads,
+            dropout=attention_dropout,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+        )
+        self.self_attention = MultiHeadAttention(
+            mode=self_attention, window=window, name="self_attention", **attention
+        )
+        self.self_attention_norm = self._layer_norm("self_attention_norm")
+        if self.has_cross_attention:
+            self.cross_attention = MultiHeadAttention(
+                mode="cross", name="cross_attention", **attention
+            )
+            self.cross_attention_norm = self._layer_norm("cross_attention_norm")
+        self.feed_forward = FeedForward(
+            d_ff,
+            activation=activation,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="feed_forward",
+        )
+        self.feed_forward_norm = self._layer_norm("feed_forward_norm")
+        self.residual_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="residual_dropout"
+        )
+
+    def _layer_norm(self, name):
+        return keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+
+    def build(self, x_shape, padding_mask_shape=None, memory_shape=None,
+              memory_mask_shape=None):
+        self.self_attention.build(x_shape)
+        self.self_attention_norm.build(x_shape)
+        if self.has_cross_attention:
+            self.cross_attention.build(x_shape, memory_shape or x_shape)
+            self.cross_attention_norm.build(x_shape)
+        self.feed_forward.build(x_shape)
+        self.feed_forward_norm.build(x_shape)
+        self.built = True
+
+    def _residual(self, x, norm, sublayer, training):
+        """Residual sub-layer: post-LN `LN(x + f(x))` or pre-LN `x + f(LN(x))`."""
+        if self.ln_position == "pre":
+            return x + self.residual_dropout(sublayer(norm(x)), training=training)
+        return norm(x + self.residual_dropout(sublayer(x), training=training))
+
+    def call(self, x, padding_mask=None, memory=None, memory_mask=None, training=None):
+        if self.has_cross_attention and memory is None:
+            raise ValueError("This block has cross_attention=True and needs `memory`.")
+        if not self.has_cross_attention and memory is not None:
+            raise ValueError(
+                "`memory` was given to a block built with cross_attention=False."
+            )
+        x = self._residual(
+            x,
+            self.self_attention_norm,
+            lambda h: self.self_attention(h, key_mask=padding_mask, training=training),
+            training,
+        )
+        if self.has_cross_attention:
+            x = self._residual(
+                x,
+                self.cross_attention_norm,
+                lambda h: self.cross_attention(
+                    h, memory=memory, key_mask=memory_mask, training=training
+                ),
+                training,
+            )
+        return self._residual(x, self.feed_forward_norm, self.feed_forward, training)
+
+    def compute_output_shape(self, x_shape, *args, **kwargs):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            ln_position=self.ln_position,
+            self_attention=self.self_attention_mode,
+            window=self.window,
+            cross_attention=self.has_cross_attention,
+            activation=self.activation,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+        )
+        return config

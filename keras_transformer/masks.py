@@ -1,0 +1,115 @@
+"""Mask and shape conventions, written once for the whole library.
+
+Shapes:
+    batch: B, query (target) length: T, key/value (source or memory) length: S,
+    heads: H, width: d_model, per-head width: d_head = d_model // H.
+    Token ids are int tensors `(B, T)`; hidden states are `(B, T, d_model)`.
+    Attention works on heads laid out as `(B, T, H, d_head)`.
+
+Masks are boolean and `True` means "real" / "may attend":
+    * a key padding mask is `(B, S)`: `True` for real tokens, `False` for `pad_id`;
+    * an attention mask is `(B or 1, T, S)`: `True` where query t may read key s.
+      Layers broadcast it over heads as `(B or 1, 1, T, S)`.
+
+Positions: queries are aligned to the *end* of the keys. With T queries and
+S >= T keys (a cached decoding step, say) query t sits at absolute position
+`S - T + t`. This is what makes one causal or banded mask serve both the full
+pass and the cached step.
+
+Every function here takes and returns `keras.ops` tensors and composes with
+`merge_masks`, in the manner of Flax's WMT example.
+"""
+
+from keras import ops
+
+
+def padding_mask(ids, pad_id=0):
+    """Key padding mask from token ids.
+
+    Args:
+        ids: int tensor `(B, S)`.
+        pad_id: the id that marks padding, or `None` for "no padding".
+
+    Returns:
+        bool tensor `(B, S)`, `True` for real tokens; `None` when `pad_id` is None.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(padding_mask(np.array([[5, 6, 0]]), pad_id=0))
+    array([[ True,  True, False]])
+    """
+    if pad_id is None:
+        return None
+    return ops.not_equal(ids, pad_id)
+
+
+def _positions(query_length, key_length):
+    """Absolute (query, key) positions as `(T, 1)` and `(1, S)` int tensors."""
+    q = ops.arange(query_length, dtype="int32") + (key_length - query_length)
+    k = ops.arange(key_length, dtype="int32")
+    return q[:, None], k[None, :]
+
+
+def causal_mask(query_length, key_length=None):
+    """Causal mask `(1, T, S)`: query at position p sees keys at positions <= p.
+
+    Example:
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(causal_mask(3)).astype(int)[0]
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    """
+    key_length = query_length if key_length is None else key_length
+    q, k = _positions(query_length, key_length)
+    return ops.expand_dims(ops.less_equal(k, q), 0)
+
+
+def banded_mask(query_length, key_length=None, window=1):
+    """Locally banded causal mask `(1, T, S)` (GPT-3's sparse layers).
+
+    Query at position p sees keys at positions p - window < s <= p: itself and
+    the `window - 1` positions before it.
+
+    Example:
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(banded_mask(4, window=2)).astype(int)[0]
+    array([[1, 0, 0, 0],
+           [1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+    key_length = query_length if key_length is None else key_length
+    q, k = _positions(query_length, key_length)
+    allowed = ops.logical_and(ops.less_equal(k, q), ops.greater(k, q - window))
+    return ops.expand_dims(allowed, 0)
+
+
+def key_mask_to_attention_mask(key_mask):
+    """Key padding mask `(B, S)` -> attention mask `(B, 1, S)` (any query)."""
+    if key_mask is None:
+        return None
+    return ops.expand_dims(ops.cast(key_mask, "bool"), 1)
+
+
+def merge_masks(*masks):
+    """Logical AND of the given masks with broadcasting; `None`s are skipped.
+
+    Returns `None` when every mask is `None` (nothing is masked).
+
+    Example:
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> pad = key_mask_to_attention_mask(np.array([[True, True, False]]))
+    >>> ops.convert_to_numpy(merge_masks(causal_mask(3), pad, None)).astype(int)[0]
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 0]])
+    """
+    merged = None
+    for mask in masks:
+        if mask is None:
+            continue
+        merged = mask if merged is None else ops.logical_and(merged, mask)
+    return merged

@@ -1,0 +1,108 @@
+"""GPT-2/GPT-3 style decoder-only language model."""
+
+import keras
+
+from keras_transformer import masks
+from keras_transformer.models.config import TransformerConfig
+from keras_transformer.models.transformer_model import TransformerModel
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class DecoderOnly(TransformerModel):
+    """A stack of causal Transformer blocks over a token sequence (GPT).
+
+    Defaults are GPT-2's toggles (pre-LN with a final LayerNorm, learned
+    positions, GELU, output projection tied to the token embedding, no
+    embedding scaling). Flip any of them to get the 2017 decoder's behaviour;
+    set `attention_window` for GPT-3's alternating dense and banded layers.
+
+    Args:
+        vocab_size: number of token ids.
+        num_layers: number of blocks (GPT-2 small: 12).
+        d_model: width of the residual stream (768).
+        num_heads: attention heads (12); must divide `d_model`.
+        d_ff: feed-forward inner width (3072).
+        max_length: rows of the learned position table (1024).
+        ln_position: `"pre"` (GPT-2) or `"post"` (2017 paper).
+        position: `"learned"` (GPT-2) or `"sinusoidal"` (2017 paper).
+        activation: `"gelu"` (tanh approximation, GPT-2), `"relu"`, ...
+        dropout: rate on the embedding sum and on each sub-layer output.
+        attention_dropout: rate on the attention probabilities.
+        tie_embeddings: reuse the token embedding as the output projection.
+        scale_embeddings: multiply token embeddings by `sqrt(d_model)`.
+        pad_id: the padding token id (masked as a key), or None.
+        attention_window: if set, banded layers look at most this far back.
+        banded_layers: `"alternate"` (GPT-3: every second layer) or `"all"`.
+        position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
+        layer_norm_epsilon: LayerNorm epsilon.
+        **kwargs: base `keras.Model` arguments (`name`, `dtype`).
+
+    Call arguments:
+        ids: int token ids `(batch, T)`.
+        training: whether dropout is active.
+
+    Returns:
+        Logits `(batch, T, vocab_size)`.
+
+    Example:
+    >>> import numpy as np
+    >>> model = DecoderOnly(vocab_size=100, num_layers=2, d_model=32,
+    ...                     num_heads=4, d_ff=64, max_length=16)
+    >>> model(np.array([[5, 6, 7]])).shape
+    (1, 3, 100)
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        num_layers,
+        d_model,
+        num_heads,
+        d_ff,
+        max_length=1024,
+        ln_position="pre",
+        position="learned",
+        activation="gelu",
+        dropout=0.1,
+        attention_dropout=0.0,
+        tie_embeddings=True,
+        scale_embeddings=False,
+        pad_id=0,
+        attention_window=None,
+        banded_layers="alternate",
+        position_layout="interleaved",
+        layer_norm_epsilon=1e-5,
+        **kwargs,
+    ):
+        arguments = {
+            k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")
+        }
+        super().__init__(arguments, **kwargs)
+        c = self.config
+        self.blocks = [
+            self._block(f"block_{i}", self_attention=c.decoder_attention_mode(i))
+            for i in range(c.num_decoder_layers)
+        ]
+        self.final_norm = self._final_norm("final_norm")
+        self.build((None, None))
+
+    @staticmethod
+    def make_config(num_layers, **arguments):
+        return TransformerConfig(num_decoder_layers=num_layers, num_encoder_layers=0, **arguments)
+
+    def kernel_initializer(self):
+        return keras.initializers.RandomNormal(stddev=0.02)  # GPT-2's init
+
+    def build(self, ids_shape):
+        self._build_shared()
+        self._build_stack(self.blocks, self.final_norm)
+        self.built = True
+
+    def call(self, ids, training=None):
+        hidden = self.embed(ids, training=training)  # (batch, T, d_model)
+        padding = masks.padding_mask(ids, self.config.pad_id)  # (batch, T)
+        hidden = self.run_stack(self.blocks, self.final_norm, hidden, padding, training)
+        return self.logits(hidden)  # (batch, T, vocab)
+
+    def compute_output_shape(self, ids_shape):
+        return tuple(ids_shape) + (self.config.vocab_size,)

@@ -1,0 +1,164 @@
+"""The 2017 Transformer: an encoder stack and a decoder stack with cross-attention."""
+
+import keras
+
+from keras_transformer import masks
+from keras_transformer.models.config import TransformerConfig
+from keras_transformer.models.transformer_model import TransformerModel
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class EncoderDecoder(TransformerModel):
+    """Encoder-decoder Transformer ("Attention Is All You Need").
+
+    Defaults are the paper's toggles: post-LN, sinusoidal positions, ReLU,
+    embeddings scaled by `sqrt(d_model)` and one matrix shared by the source
+    embedding, the target embedding and the pre-softmax projection.
+
+    Args:
+        vocab_size: size of the vocabulary shared by source and target.
+        num_layers: blocks per stack (6), unless the two below are given.
+        d_model: width of the residual stream (512).
+        num_heads: attention heads (8); must divide `d_model`.
+        d_ff: feed-forward inner width (2048).
+        max_length: rows of a learned position table (unused by sinusoids).
+        num_encoder_layers: encoder blocks (default `num_layers`).
+        num_decoder_layers: decoder blocks (default `num_layers`).
+        ln_position: `"post"` (paper) or `"pre"`.
+        position: `"sinusoidal"` (paper) or `"learned"`.
+        activation: `"relu"` (paper), `"gelu"`, ...
+        dropout: rate on embedding sums and each sub-layer output (base 0.1).
+        attention_dropout: rate on the attention probabilities.
+        tie_embeddings: reuse the shared embedding as the output projection.
+        scale_embeddings: multiply token embeddings by `sqrt(d_model)`.
+        pad_id: the padding token id, masked in every attention, or None.
+        position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
+        layer_norm_epsilon: LayerNorm epsilon.
+        **kwargs: base `keras.Model` arguments (`name`, `dtype`).
+
+    Call arguments:
+        inputs: dict with `"source"` ids `(batch, S)` and `"target"` ids
+            `(batch, T)` (the target shifted right, for teacher forcing).
+        training: whether dropout is active.
+
+    Returns:
+        Logits `(batch, T, vocab_size)`.
+
+    Example:
+    >>> import numpy as np
+    >>> model = EncoderDecoder(vocab_size=100, num_layers=2, d_model=32,
+    ...                        num_heads=4, d_ff=64)
+    >>> model({"source": np.array([[5, 6, 7, 8, 0, 0]]),
+    ...        "target": np.array([[1, 9, 9, 9, 9, 9, 9]])}).shape
+    (1, 7, 100)
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        num_layers,
+        d_model,
+        num_heads,
+        d_ff,
+        max_length=1024,
+        num_encoder_layers=None,
+        num_decoder_layers=None,
+        ln_position="post",
+        position="sinusoidal",
+        activation="relu",
+        dropout=0.1,
+        attention_dropout=0.0,
+        tie_embeddings=True,
+        scale_embeddings=True,
+        pad_id=0,
+        position_layout="interleaved",
+        layer_norm_epsilon=1e-5,
+        **kwargs,
+    ):
+        arguments = {
+            k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")
+        }
+        super().__init__(arguments, **kwargs)
+        c = self.config
+        self.encoder_blocks = [
+            self._block(f"encoder_block_{i}") for i in range(c.num_encoder_layers)
+        ]
+        self.encoder_norm = self._final_norm("encoder_norm")
+        self.decoder_blocks = [
+            self._block(f"decoder_block_{i}", self_attention="causal", cross_attention=True)
+            for i in range(c.num_decoder_layers)
+        ]
+        self.decoder_norm = self._final_norm("decoder_norm")
+        self.build({"source": (None, None), "target": (None, None)})
+
+    @staticmethod
+    def make_config(num_layers, num_encoder_layers=None, num_decoder_layers=None, **arguments):
+        return TransformerConfig(
+            num_encoder_layers=num_layers if num_encoder_layers is None else num_encoder_layers,
+            num_decoder_layers=num_layers if num_decoder_layers is None else num_decoder_layers,
+            **arguments,
+        )
+
+    def embedding_initializer(self):
+        # Unit variance after the sqrt(d_model) scaling (tensor2tensor, fairseq).
+        return keras.initializers.RandomNormal(stddev=self.config.d_model**-0.5)
+
+    def build(self, inputs_shape):
+        self._build_shared()
+        self._build_stack(self.encoder_blocks, self.encoder_norm)
+        memory_shape = (None, None, self.config.d_model)
+        self._build_stack(self.decoder_blocks, self.decoder_norm, memory_shape=memory_shape)
+        self.built = True
+
+    def encode(self, source_ids, training=None):
+        """Encoder output ("memory") `(batch, S, d_model)` for source ids `(batch, S)`."""
+        hidden = self.embed(source_ids, training=training)
+        padding = masks.padding_mask(source_ids, self.config.pad_id)  # (batch, S)
+        return self.run_stack(
+            self.encoder_blocks, self.encoder_norm, hidden, padding, training
+        )
+
+    def decode(self, target_ids, memory, memory_mask=None, training=None):
+        """Logits `(batch, T, vocab)` for target ids given the encoder output.
+
+        `memory_mask` is the source's key padding mask `(batch, S)`
+        (`keras_transformer.masks.padding_mask(source_ids, pad_id)`).
+        """
+        hidden = self.embed(target_ids, training=training)
+        padding = masks.padding_mask(target_ids, self.config.pad_id)  # (batch, T)
+        hidden = self.run_stack(
+            self.decoder_blocks,
+            self.decoder_norm,
+            hidden,
+            padding,
+            training,
+            memory=memory,
+            memory_mask=memory_mask,
+        )
+        return self.logits(hidden)
+
+    def call(self, inputs, training=None):
+        source, target = _source_and_target(inputs)
+        memory = self.encode(source, training=training)
+        memory_mask = masks.padding_mask(source, self.config.pad_id)
+        return self.decode(target, memory, memory_mask, training=training)
+
+    def compute_output_shape(self, inputs_shape):
+        return tuple(inputs_shape["target"]) + (self.config.vocab_size,)
+
+
+def _source_and_target(inputs):
+    if not isinstance(inputs, dict) or set(inputs) != {"source", "target"}:
+        got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+        raise ValueError(
+            "EncoderDecoder takes a dict with exactly the keys 'source' (batch, S) "
+            f"and 'target' (batch, T); received {got}."
+        )
+    source, target = inputs["source"], inputs["target"]
+    batch_source, batch_target = source.shape[0], target.shape[0]
+    if batch_source is not None and batch_target is not None and batch_source != batch_target:
+        raise ValueError(
+            f"'source' and 'target' must have the same batch size; received "
+            f"{batch_source} and {batch_target}."
+        )
+    return source, target

@@ -1,0 +1,84 @@
+"""Named architectures: the papers' sizes and small ones for tests and demos.
+
+Each preset is the family's class name and the keyword arguments of its
+constructor. `from_preset(name, **overrides)` starts from them.
+"""
+
+_TRANSFORMER = dict(  # the 2017 paper's toggles
+    ln_position="post",
+    position="sinusoidal",
+    activation="relu",
+    tie_embeddings=True,
+    scale_embeddings=True,
+    layer_norm_epsilon=1e-6,  # tensor2tensor's value
+)
+_GPT = dict(  # GPT-2's toggles, also GPT-3's
+    ln_position="pre",
+    position="learned",
+    activation="gelu",
+    tie_embeddings=True,
+    scale_embeddings=False,
+    layer_norm_epsilon=1e-5,
+)
+
+
+def _gpt(num_layers, d_model, num_heads, max_length=1024, vocab_size=50257, **extra):
+    return dict(
+        _GPT,
+        vocab_size=vocab_size,
+        num_layers=num_layers,
+        d_model=d_model,
+        num_heads=num_heads,
+        d_ff=4 * d_model,
+        max_length=max_length,
+        dropout=0.1,
+        **extra,
+    )
+
+
+def _transformer(d_model, num_heads, d_ff, dropout, num_layers=6, vocab_size=37000, **extra):
+    return dict(
+        _TRANSFORMER,
+        vocab_size=vocab_size,
+        num_layers=num_layers,
+        d_model=d_model,
+        num_heads=num_heads,
+        d_ff=d_ff,
+        dropout=dropout,
+        **extra,
+    )
+
+
+PRESETS = {
+    "transformer_base": ("EncoderDecoder", _transformer(512, 8, 2048, dropout=0.1)),
+    "transformer_big": ("EncoderDecoder", _transformer(1024, 16, 4096, dropout=0.3)),
+    "transformer_tiny": (
+        "EncoderDecoder",
+        _transformer(32, 4, 64, dropout=0.1, num_layers=2, vocab_size=128, max_length=64),
+    ),
+    "gpt2_small": ("DecoderOnly", _gpt(12, 768, 12)),
+    "gpt2_medium": ("DecoderOnly", _gpt(24, 1024, 16)),
+    "gpt2_large": ("DecoderOnly", _gpt(36, 1280, 20)),
+    "gpt2_xl": ("DecoderOnly", _gpt(48, 1600, 25)),
+    # GPT-3 alternates dense and locally banded layers; the paper gives no band
+    # width, so we take the Sparse Transformer's 256.
+    "gpt3_175b": (
+        "DecoderOnly",
+        _gpt(96, 12288, 96, max_length=2048, attention_window=256),
+    ),
+    "gpt2_tiny": ("DecoderOnly", _gpt(2, 32, 4, max_length=64, vocab_size=128)),
+    "gpt3_tiny": (
+        "DecoderOnly",
+        _gpt(4, 32, 4, max_length=64, vocab_size=128, attention_window=4),
+    ),
+}
+
+
+def get_preset(name):
+    """(family class name, constructor arguments) of preset `name`."""
+    if name not in PRESETS:
+        raise ValueError(
+            f"Unknown preset {name!r}. Available presets: {', '.join(PRESETS)}."
+        )
+    family, arguments = PRESETS[name]
+    return family, dict(arguments)

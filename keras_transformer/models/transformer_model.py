@@ -1,0 +1,179 @@
+"""What both model families share: embeddings, block stacks, the output head."""
+
+import inspect
+
+import keras
+
+from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
+from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
+from keras_transformer.layers.token_embedding import TokenEmbedding
+from keras_transformer.layers.transformer_block import TransformerBlock
+from keras_transformer.models import presets
+
+
+class TransformerModel(keras.Model):
+    """Base of `EncoderDecoder` and `DecoderOnly`; not used directly.
+
+    Subclasses turn their constructor arguments into a `TransformerConfig`
+    (`make_config`), and this class creates the layers that config asks for.
+    Weights are created at construction, so `count_params()` works at once.
+    """
+
+    def __init__(self, arguments, **kwargs):
+        super().__init__(**kwargs)
+        self._arguments = arguments
+        self.config = self.make_config(**arguments)
+        c = self.config
+        self.token_embedding = TokenEmbedding(
+            c.vocab_size,
+            c.d_model,
+            scale=c.scale_embeddings,
+            initializer=self.embedding_initializer(),
+            dtype=self.dtype_policy,
+            name="token_embedding",
+        )
+        if c.position == "learned":
+            self.position_embedding = LearnedPositionEmbedding(
+                c.max_length,
+                initializer=keras.initializers.RandomNormal(stddev=0.01),
+                dtype=self.dtype_policy,
+                name="position_embedding",
+            )
+        else:
+            self.position_embedding = SinusoidalEmbedding(
+                layout=c.position_layout, dtype=self.dtype_policy, name="position_embedding"
+            )
+        self.embedding_dropout = keras.layers.Dropout(
+            c.dropout, dtype=self.dtype_policy, name="embedding_dropout"
+        )
+        if not c.tie_embeddings:
+            self.output_projection = keras.layers.Dense(
+                c.vocab_size,
+                use_bias=False,
+                kernel_initializer=self.kernel_initializer(),
+                dtype=self.dtype_policy,
+                name="output_projection",
+            )
+
+    # --- per-family choices --------------------------------------------------
+    @staticmethod
+    def make_config(**arguments):
+        raise NotImplementedError
+
+    def kernel_initializer(self):
+        return keras.initializers.GlorotUniform()
+
+    def embedding_initializer(self):
+        return keras.initializers.RandomNormal(stddev=0.02)
+
+    # --- construction helpers -------------------------------------------------
+    def _block(self, name, self_attention="bidirectional", cross_attention=False):
+        c = self.config
+        return TransformerBlock(
+            num_heads=c.num_heads,
+            d_ff=c.d_ff,
+            ln_position=c.ln_position,
+            self_attention=self_attention,
+            window=c.attention_window if self_attention == "banded" else None,
+            cross_attention=cross_attention,
+            activation=c.activation,
+            dropout=c.dropout,
+            attention_dropout=c.attention_dropout,
+            layer_norm_epsilon=c.layer_norm_epsilon,
+            kernel_initializer=self.kernel_initializer(),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _final_norm(self, name):
+        """The extra LayerNorm closing a pre-LN stack; post-LN stacks end normalized."""
+        if self.config.ln_position != "pre":
+            return None
+        return keras.layers.LayerNormalization(
+            epsilon=self.config.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+
+    def _build_shared(self):
+        hidden_shape = (None, None, self.config.d_model)
+        self.token_embedding.build((None, None))
+        self.position_embedding.build(hidden_shape)
+        if not self.config.tie_embeddings:
+            self.output_projection.build(hidden_shape)
+
+    def _build_stack(self, blocks, final_norm, memory_shape=None):
+        hidden_shape = (None, None, self.config.d_model)
+        for block in blocks:
+            block.build(hidden_shape, memory_shape=memory_shape)
+        if final_norm is not None:
+            final_norm.build(hidden_shape)
+
+    # --- the forward pass pieces ---------------------------------------------
+    def embed(self, ids, start_index=0, training=None):
+        """Token embedding (scaled if asked) + positions, then dropout: `(B, T, d_model)`."""
+        hidden = self.token_embedding(ids)
+        hidden = hidden + self.position_embedding(hidden, start_index=start_index)
+        return self.embedding_dropout(hidden, training=training)
+
+    @staticmethod
+    def run_stack(blocks, final_norm, hidden, padding_mask, training=None, **memory):
+        """Runs `hidden` through `blocks` (and the pre-LN final norm)."""
+        for block in blocks:
+            hidden = block(hidden, padding_mask=padding_mask, training=training, **memory)
+        return hidden if final_norm is None else final_norm(hidden)
+
+    def logits(self, hidden):
+        """Pre-softmax projection `(B, T, d_model)` -> `(B, T, vocab_size)`."""
+        if self.config.tie_embeddings:
+            return self.token_embedding.project(hidden)
+        return self.output_projection(hidden)
+
+    # --- presets and serialization -------------------------------------------
+    @classmethod
+    def preset_config(cls, name, **overrides):
+        """The `TransformerConfig` of a preset, without building it (for counts)."""
+        return cls.make_config(**cls._preset_arguments(name, overrides))
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """Builds preset `name`; any constructor argument can be overridden.
+
+        Example:
+        >>> import keras_transformer as kt
+        >>> model = kt.DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
+        >>> model.config.dropout
+        0.0
+        """
+        return cls(**cls._preset_arguments(name, overrides))
+
+    @classmethod
+    def _preset_arguments(cls, name, overrides):
+        family, arguments = presets.get_preset(name)
+        if family != cls.__name__:
+            raise ValueError(
+                f"Preset {name!r} is a {family} preset; use "
+                f"keras_transformer.models.{family}.from_preset({name!r})."
+            )
+        allowed = [
+            p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "kwargs")
+        ]
+        unknown = sorted(set(overrides) - set(allowed))
+        if unknown:
+            raise ValueError(
+                f"Unknown override(s) {unknown} for preset {name!r}; "
+                f"{cls.__name__} takes: {', '.join(allowed)}."
+            )
+        arguments.update(overrides)
+        return arguments
+
+    def get_config(self):
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+        config.update(self._arguments)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

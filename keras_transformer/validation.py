@@ -1,0 +1,98 @@
+"""Argument checks shared by every layer and model.
+
+Each check raises `ValueError` naming the argument, the value received and what
+is allowed, so a bad toggle fails at construction with a readable message.
+"""
+
+import numbers
+
+import numpy as np
+from keras import backend
+from keras import ops
+
+
+def check_choice(name, value, allowed):
+    """`value` must be one of `allowed` (strings, compared exactly)."""
+    if value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"`{name}` must be one of {choices}; received {value!r}.")
+    return value
+
+
+def check_int(name, value, minimum=1, allow_none=False):
+    """`value` must be an int >= `minimum` (bools are rejected)."""
+    if value is None and allow_none:
+        return value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < minimum
+    ):
+        raise ValueError(
+            f"`{name}` must be an integer >= {minimum}; received {value!r}."
+        )
+    return int(value)
+
+
+def check_rate(name, value):
+    """`value` must be a float in [0, 1)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0 <= value < 1
+    ):
+        raise ValueError(f"`{name}` must be a float in [0, 1); received {value!r}.")
+    return float(value)
+
+
+def check_positive_float(name, value):
+    """`value` must be a float > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value <= 0:
+        raise ValueError(f"`{name}` must be a number > 0; received {value!r}.")
+    return float(value)
+
+
+def check_divisible(name, value, divisor_name, divisor):
+    """`value` must be a multiple of `divisor` (e.g. `d_model` by `num_heads`)."""
+    if value % divisor:
+        raise ValueError(
+            f"`{name}` ({value}) must be divisible by `{divisor_name}` ({divisor})."
+        )
+
+
+def concrete_value(x):
+    """`x` as a NumPy array when its values exist now (eager), else `None`.
+
+    Symbolic Keras tensors, JAX tracers and TensorFlow graph tensors have no
+    values yet: checks that need values are skipped for them.
+    """
+    if isinstance(x, np.ndarray):
+        return x
+    if backend.is_keras_tensor(x):
+        return None
+    try:
+        return ops.convert_to_numpy(x)
+    except Exception:  # traced or graph tensor: no values to check
+        return None
+
+
+def check_token_ids(name, ids, vocab_size):
+    """`ids` must be a rank-2 int tensor; eager values must lie in [0, vocab_size)."""
+    dtype = backend.standardize_dtype(ids.dtype)
+    if "int" not in dtype:
+        raise ValueError(
+            f"`{name}` must hold integer token ids; received dtype {dtype}."
+        )
+    if len(ids.shape) != 2:
+        raise ValueError(
+            f"`{name}` must have shape (batch, length); received shape "
+            f"{tuple(ids.shape)}."
+        )
+    values = concrete_value(ids)
+    if values is not None and values.size:
+        low, high = int(values.min()), int(values.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"`{name}` must lie in [0, vocab_size={vocab_size}); received "
+                f"ids from {low} to {high}."
+            )
