@@ -1,0 +1,33 @@
+# keras-transformer: `make demo` and `make test` set everything up from scratch.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+BACKENDS ?= tensorflow jax torch
+export TF_CPP_MIN_LOG_LEVEL ?= 3
+
+.PHONY: install test demo clean
+
+install: $(STAMP)
+
+# CPU builds of all three backends. torch is pinned so pip takes the CPU wheel
+# rather than a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[tensorflow,jax,torch,test]"
+	touch $(STAMP)
+
+# One pytest run per backend; fails if any backend fails.
+test: $(STAMP)
+	@status=0; for backend in $(BACKENDS); do \
+		echo "=== KERAS_BACKEND=$$backend"; \
+		KERAS_BACKEND=$$backend $(PY) -m pytest -q || status=1; \
+	done; exit $$status
+
+demo: $(STAMP)
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) examples/copy_task.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info
