@@ -35,7 +35,7 @@ class FeedForward(keras.layers.Layer):
 
     Example:
     >>> import numpy as np
-    >>> FeedForward(d_ff=32, activation="gelu")(np.ones((2, 3, 8))).shape
+    >>> tuple(FeedForward(d_ff=32, activation="gelu")(np.ones((2, 3, 8))).shape)
     (2, 3, 8)
     """
 

@@ -31,7 +31,7 @@ class LearnedPositionEmbedding(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = LearnedPositionEmbedding(max_length=8)
-    >>> layer(np.zeros((2, 5, 16))).shape
+    >>> tuple(layer(np.zeros((2, 5, 16))).shape)
     (2, 5, 16)
     """
 

@@ -56,9 +56,9 @@ class MultiHeadAttention(keras.layers.Layer):
     >>> import numpy as np
     >>> attention = MultiHeadAttention(num_heads=2, mode="cross")
     >>> target, source = np.ones((1, 7, 8)), np.ones((1, 6, 8))
-    >>> attention(target, memory=source).shape
+    >>> tuple(attention(target, memory=source).shape)
     (1, 7, 8)
-    >>> attention.attention_probabilities(target, memory=source).shape
+    >>> tuple(attention.attention_probabilities(target, memory=source).shape)
     (1, 2, 7, 6)
     """
 

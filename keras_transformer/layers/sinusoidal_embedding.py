@@ -37,7 +37,7 @@ class SinusoidalEmbedding(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = SinusoidalEmbedding()
-    >>> layer(np.zeros((2, 5, 16))).shape
+    >>> tuple(layer(np.zeros((2, 5, 16))).shape)
     (2, 5, 16)
     """
 

@@ -36,7 +36,7 @@ class TokenEmbedding(keras.layers.Layer):
     >>> import numpy as np
     >>> embedding = TokenEmbedding(vocab_size=100, d_model=16, scale=True)
     >>> hidden = embedding(np.array([[1, 2, 3]]))
-    >>> hidden.shape, embedding.project(hidden).shape
+    >>> tuple(hidden.shape), tuple(embedding.project(hidden).shape)
     ((1, 3, 16), (1, 3, 100))
     """
 

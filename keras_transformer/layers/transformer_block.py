@@ -54,7 +54,7 @@ class TransformerBlock(keras.layers.Layer):
     >>> import numpy as np
     >>> block = TransformerBlock(num_heads=2, d_ff=32, self_attention="causal",
     ...                          cross_attention=True)
-    >>> block(np.ones((2, 7, 8)), memory=np.ones((2, 6, 8))).shape
+    >>> tuple(block(np.ones((2, 7, 8)), memory=np.ones((2, 6, 8))).shape)
     (2, 7, 8)
     """
 

@@ -48,7 +48,7 @@ class DecoderOnly(TransformerModel):
     >>> import numpy as np
     >>> model = DecoderOnly(vocab_size=100, num_layers=2, d_model=32,
     ...                     num_heads=4, d_ff=64, max_length=16)
-    >>> model(np.array([[5, 6, 7]])).shape
+    >>> tuple(model(np.array([[5, 6, 7]])).shape)
     (1, 3, 100)
     """
 

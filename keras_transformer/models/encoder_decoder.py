@@ -48,8 +48,9 @@ class EncoderDecoder(TransformerModel):
     >>> import numpy as np
     >>> model = EncoderDecoder(vocab_size=100, num_layers=2, d_model=32,
     ...                        num_heads=4, d_ff=64)
-    >>> model({"source": np.array([[5, 6, 7, 8, 0, 0]]),
-    ...        "target": np.array([[1, 9, 9, 9, 9, 9, 9]])}).shape
+    >>> logits = model({"source": np.array([[5, 6, 7, 8, 0, 0]]),
+    ...                 "target": np.array([[1, 9, 9, 9, 9, 9, 9]])})
+    >>> tuple(logits.shape)
     (1, 7, 100)
     """
 
