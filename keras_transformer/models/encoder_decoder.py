@@ -5,6 +5,7 @@ import keras
 from keras_transformer import masks
 from keras_transformer.models.config import TransformerConfig
 from keras_transformer.models.transformer_model import TransformerModel
+from keras_transformer.models.transformer_model import constructor_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -76,10 +77,7 @@ class EncoderDecoder(TransformerModel):
         layer_norm_epsilon=1e-5,
         **kwargs,
     ):
-        arguments = {
-            k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")
-        }
-        super().__init__(arguments, **kwargs)
+        super().__init__(constructor_arguments(locals()), **kwargs)
         c = self.config
         self.encoder_blocks = [
             self._block(f"encoder_block_{i}") for i in range(c.num_encoder_layers)

@@ -11,6 +11,15 @@ from keras_transformer.layers.transformer_block import TransformerBlock
 from keras_transformer.models import presets
 
 
+def constructor_arguments(local_variables):
+    """A subclass constructor's own arguments, from its `locals()`: what get_config returns."""
+    return {
+        k: v
+        for k, v in local_variables.items()
+        if k not in ("self", "kwargs", "__class__")
+    }
+
+
 class TransformerModel(keras.Model):
     """Base of `EncoderDecoder` and `DecoderOnly`; not used directly.
 
