@@ -160,7 +160,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _attend(self, q, k, v, mask, training):
         """Attention output `(batch, T, heads, d_head)`."""
         if self.dropout > 0 and training:
-            probs = self.probability_dropout(self._probabilities(q, k, mask), training)
+            probs = self.probability_dropout(self._probabilities(q, k, mask), training=training)
             return ops.einsum("bhts,bshd->bthd", ops.cast(probs, v.dtype), v)
         same_length = q.shape[1] is not None and q.shape[1] == k.shape[1]
         if self.mode == "causal" and mask is None and same_length:

@@ -3,6 +3,7 @@
 import keras
 
 from keras_transformer import masks
+from keras_transformer import validation
 from keras_transformer.models.config import TransformerConfig
 from keras_transformer.models.transformer_model import TransformerModel
 from keras_transformer.models.transformer_model import constructor_arguments
@@ -86,6 +87,8 @@ class DecoderOnly(TransformerModel):
 
     @staticmethod
     def make_config(num_layers, **arguments):
+        # Checked here so that the error names the argument the user passed.
+        validation.check_int("num_layers", num_layers)
         return TransformerConfig(num_decoder_layers=num_layers, num_encoder_layers=0, **arguments)
 
     def kernel_initializer(self):

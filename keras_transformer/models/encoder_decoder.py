@@ -3,6 +3,7 @@
 import keras
 
 from keras_transformer import masks
+from keras_transformer import validation
 from keras_transformer.models.config import TransformerConfig
 from keras_transformer.models.transformer_model import TransformerModel
 from keras_transformer.models.transformer_model import constructor_arguments
@@ -92,6 +93,14 @@ class EncoderDecoder(TransformerModel):
 
     @staticmethod
     def make_config(num_layers, num_encoder_layers=None, num_decoder_layers=None, **arguments):
+        # Checked here so that errors name the argument the user passed, and so
+        # that no encoder-decoder has 0 encoder blocks: the config reads
+        # `num_encoder_layers == 0` as decoder-only (no cross-attention).
+        validation.check_int("num_layers", num_layers)
+        if num_encoder_layers is not None:
+            validation.check_int("num_encoder_layers", num_encoder_layers)
+        if num_decoder_layers is not None:
+            validation.check_int("num_decoder_layers", num_decoder_layers)
         return TransformerConfig(
             num_encoder_layers=num_layers if num_encoder_layers is None else num_encoder_layers,
             num_decoder_layers=num_layers if num_decoder_layers is None else num_decoder_layers,

@@ -1,0 +1,568 @@
+"""MultiHeadAttention against a NumPy reference built from the layer's own weights.
+
+Weight layout (the reference relies on it): self-attention has one fused
+`qkv` kernel `(d, 3d)` whose columns are `[q | k | v]`, each split into heads
+as `(3, heads, d_head)`; cross-attention has a `query` kernel `(d, d)` and a
+`key_value` kernel `(d, 2d)` split as `(2, heads, d_head)`; both end with an
+`output` kernel `(d, d)` reading the heads concatenated.
+"""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_transformer.layers import MultiHeadAttention
+from keras_transformer.testing import run_layer_test
+
+D_MODEL, HEADS, BATCH = 16, 4, 2
+T_LEN, S_LEN = 7, 6  # the seeds' cross-attention example: 7 target x 6 source
+MODES = {
+    "bidirectional": {"mode": "bidirectional"},
+    "causal": {"mode": "causal"},
+    "banded": {"mode": "banded", "window": 3},
+    "cross": {"mode": "cross"},
+}
+
+
+# --- NumPy reference ---------------------------------------------------------------
+
+
+def _weights(layer):
+    """The layer's projection weights as float64 NumPy arrays, by sub-layer name."""
+    out = {}
+    for w in layer.weights:
+        sublayer, kind = w.path.split("/")[-2:]
+        out[(sublayer, kind)] = ops.convert_to_numpy(ops.cast(w, "float32")).astype(np.float64)
+    return out
+
+
+def _np_mask(mode, t_len, s_len, key_mask, window=None):
+    """Boolean (B, T, S) mask built by hand; queries aligned to the end of keys."""
+    batch = BATCH if key_mask is None else key_mask.shape[0]
+    allowed = np.ones((batch, t_len, s_len), bool)
+    for t in range(t_len):
+        position = s_len - t_len + t
+        for s in range(s_len):
+            if mode == "causal":
+                allowed[:, t, s] = s <= position
+            elif mode == "banded":
+                allowed[:, t, s] = position - window < s <= position
+    if key_mask is not None:
+        allowed &= key_mask[:, None, :]
+    return allowed
+
+
+def _np_attention(layer, query, memory=None, key_mask=None):
+    """(output (B, T, d), probabilities (B, H, T, S)) computed in float64."""
+    w = _weights(layer)
+    heads, d_head = layer.num_heads, layer.d_model // layer.num_heads
+    query = query.astype(np.float64)
+    batch, t_len, d_model = query.shape
+    if layer.mode == "cross":
+        memory = memory.astype(np.float64)
+        s_len = memory.shape[1]
+        q = query @ w[("query", "kernel")] + w[("query", "bias")]
+        kv = memory @ w[("key_value", "kernel")] + w[("key_value", "bias")]
+        q = q.reshape(batch, t_len, heads, d_head)
+        kv = kv.reshape(batch, s_len, 2, heads, d_head)
+        k, v = kv[:, :, 0], kv[:, :, 1]
+    else:
+        s_len = t_len
+        qkv = query @ w[("qkv", "kernel")] + w[("qkv", "bias")]
+        qkv = qkv.reshape(batch, t_len, 3, heads, d_head)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    scores = np.einsum("bthd,bshd->bhts", q, k) / np.sqrt(d_head)
+    allowed = _np_mask(layer.mode, t_len, s_len, key_mask, layer.window)[:, None]
+    allowed = np.broadcast_to(allowed, scores.shape)
+    scores = np.where(allowed, scores, -np.inf)
+    row_max = scores.max(-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    exp = np.where(allowed, np.exp(scores - row_max), 0.0)
+    total = exp.sum(-1, keepdims=True)
+    probs = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
+    heads_out = np.einsum("bhts,bshd->bthd", probs, v).reshape(batch, t_len, d_model)
+    out = heads_out @ w[("output", "kernel")] + w[("output", "bias")]
+    return out, probs
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _inputs(mode, seed=0, batch=BATCH):
+    rng = np.random.default_rng(seed)
+    query = rng.normal(size=(batch, T_LEN, D_MODEL)).astype("float32")
+    memory = rng.normal(size=(batch, S_LEN, D_MODEL)).astype("float32")
+    return query, (memory if mode == "cross" else None)
+
+
+def _key_mask(mode, batch=BATCH):
+    """Padding at the end of sequence 1; sequence 0 is all real."""
+    length = S_LEN if mode == "cross" else T_LEN
+    mask = np.ones((batch, length), bool)
+    mask[1, -2:] = False
+    return mask
+
+
+def _layer(mode, randomize=True, seed=0, **kwargs):
+    """A built layer; random weights (biases included, which start at zero)."""
+    layer = MultiHeadAttention(num_heads=HEADS, **MODES[mode], **kwargs)
+    query_shape = (None, T_LEN, D_MODEL)
+    memory_shape = (None, S_LEN, D_MODEL) if mode == "cross" else None
+    layer.build(query_shape, memory_shape)
+    if randomize:
+        rng = np.random.default_rng(seed + 100)
+        layer.set_weights(
+            [
+                (rng.normal(size=w.shape) / np.sqrt(w.shape[0] if len(w.shape) > 1 else 4))
+                .astype(w.dtype)
+                for w in layer.get_weights()
+            ]
+        )
+    return layer
+
+
+def _call_kwargs(memory, key_mask):
+    kwargs = {}
+    if memory is not None:
+        kwargs["memory"] = memory
+    if key_mask is not None:
+        kwargs["key_mask"] = key_mask
+    return kwargs
+
+
+def _np(x):
+    return ops.convert_to_numpy(ops.cast(x, "float32"))
+
+
+def _gradients(layer, query, **kwargs):
+    """Gradients of sum(output^2) w.r.t. the query (NumPy, cast to the layer's
+    compute dtype) and every trainable weight, as float32 NumPy arrays."""
+    backend = keras.backend.backend()
+    dtype = layer.compute_dtype
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.cast(tf.convert_to_tensor(query), dtype)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(tf.cast(layer(x, **kwargs), "float32") ** 2)
+        grads = tape.gradient(loss, [x] + [v.value for v in layer.trainable_variables])
+        return [tf.cast(g, "float32").numpy() for g in grads]
+    if backend == "jax":
+        import jax
+
+        trainable = [v.value for v in layer.trainable_variables]
+        non_trainable = [v.value for v in layer.non_trainable_variables]
+
+        def loss_fn(x, weights):
+            out, _ = layer.stateless_call(weights, non_trainable, x, **kwargs)
+            return (out.astype("float32") ** 2).sum()
+
+        x = jax.numpy.asarray(query).astype(dtype)
+        gx, gw = jax.jit(jax.grad(loss_fn, argnums=(0, 1)))(x, trainable)
+        return [np.asarray(g.astype("float32")) for g in [gx] + list(gw)]
+    if backend == "torch":
+        import torch
+
+        x = torch.tensor(np.asarray(query)).to(getattr(torch, dtype)).requires_grad_(True)
+        for v in layer.trainable_variables:
+            v.value.grad = None
+        loss = (layer(x, **kwargs).float() ** 2).sum()
+        loss.backward()
+        return [x.grad.float().numpy()] + [
+            v.value.grad.float().numpy() for v in layer.trainable_variables
+        ]
+    raise AssertionError(backend)
+
+
+# --- the output equals the NumPy reference ----------------------------------------------
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "key_mask"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_output_matches_numpy(mode, masked):
+    layer = _layer(mode)
+    query, memory = _inputs(mode)
+    key_mask = _key_mask(mode) if masked else None
+    got = _np(layer(query, **_call_kwargs(memory, key_mask)))
+    assert got.shape == (BATCH, T_LEN, D_MODEL)
+    expected, _ = _np_attention(layer, query, memory, key_mask)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_reference_is_sensitive_to_the_mode(mode):
+    # Guards the reference itself: each mode's output differs from the others'.
+    layer = _layer(mode)
+    query, memory = _inputs(mode)
+    got = _np(layer(query, **_call_kwargs(memory, None)))
+    if mode in ("causal", "banded"):
+        # Same weights, bidirectional reference: must differ (positions are masked).
+        full = MultiHeadAttention(num_heads=HEADS)
+        full.build((None, T_LEN, D_MODEL))
+        full.set_weights(layer.get_weights())
+        assert np.abs(got - _np(full(query))).max() > 1e-3
+    if mode == "banded":
+        causal = MultiHeadAttention(num_heads=HEADS, mode="causal")
+        causal.build((None, T_LEN, D_MODEL))
+        causal.set_weights(layer.get_weights())
+        assert np.abs(got - _np(causal(query))).max() > 1e-3
+
+
+def test_weight_layout():
+    self_attention, cross = _layer("causal", randomize=False), _layer("cross", randomize=False)
+    shapes = lambda layer: {w.path.split("/", 1)[1]: tuple(w.shape) for w in layer.weights}
+    d = D_MODEL
+    assert shapes(self_attention) == {
+        "qkv/kernel": (d, 3 * d),
+        "qkv/bias": (3 * d,),
+        "output/kernel": (d, d),
+        "output/bias": (d,),
+    }
+    assert shapes(cross) == {
+        "query/kernel": (d, d),
+        "query/bias": (d,),
+        "key_value/kernel": (d, 2 * d),
+        "key_value/bias": (2 * d,),
+        "output/kernel": (d, d),
+        "output/bias": (d,),
+    }
+
+
+def test_no_bias_matches_numpy():
+    layer = MultiHeadAttention(num_heads=HEADS, mode="causal", use_bias=False)
+    query, _ = _inputs("causal")
+    got = _np(layer(query))
+    assert len(layer.weights) == 2
+    w = _weights(layer)
+    qkv = (query.astype(np.float64) @ w[("qkv", "kernel")]).reshape(BATCH, T_LEN, 3, HEADS, -1)
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    scores = np.einsum("bthd,bshd->bhts", q, k) / np.sqrt(D_MODEL // HEADS)
+    scores = np.where(np.tril(np.ones((T_LEN, T_LEN), bool)), scores, -np.inf)
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    heads = np.einsum("bhts,bshd->bthd", probs, v).reshape(BATCH, T_LEN, D_MODEL)
+    np.testing.assert_allclose(got, heads @ w[("output", "kernel")], rtol=1e-5, atol=1e-5)
+
+
+# --- attention probabilities ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["no_mask", "key_mask"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_attention_probabilities(mode, masked):
+    layer = _layer(mode)
+    query, memory = _inputs(mode)
+    key_mask = _key_mask(mode) if masked else None
+    probs = _np(layer.attention_probabilities(query, **_call_kwargs(memory, key_mask)))
+    s_len = S_LEN if mode == "cross" else T_LEN
+    assert probs.shape == (BATCH, HEADS, T_LEN, s_len)
+    allowed = np.broadcast_to(
+        _np_mask(mode, T_LEN, s_len, key_mask, layer.window)[:, None], probs.shape
+    )
+    visible_rows = allowed.any(-1)
+    assert visible_rows.all()  # no empty rows in these masks
+    np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=0, atol=1e-6)
+    assert np.all(probs[~allowed] == 0.0)  # exactly zero, not merely small
+    assert np.all(probs[allowed] > 0.0)
+    _, expected = _np_attention(layer, query, memory, key_mask)
+    np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_cross_attention_scores_are_not_square():
+    layer = _layer("cross")
+    query, memory = _inputs("cross")
+    probs = _np(layer.attention_probabilities(query, memory=memory))
+    assert probs.shape == (BATCH, HEADS, 7, 6)
+    # Every target position may read every source position.
+    assert np.all(probs > 0)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_fused_path_agrees_with_probabilities(mode):
+    layer = _layer(mode)
+    query, memory = _inputs(mode)
+    for key_mask in (None, _key_mask(mode)):
+        kwargs = _call_kwargs(memory, key_mask)
+        fused = _np(layer(query, **kwargs))
+        probs = _np(layer.attention_probabilities(query, **kwargs)).astype(np.float64)
+        # Explicit path by hand: probabilities @ V, then the output projection.
+        w = _weights(layer)
+        if mode == "cross":
+            kv = memory @ w[("key_value", "kernel")] + w[("key_value", "bias")]
+            v = kv.reshape(BATCH, S_LEN, 2, HEADS, -1)[:, :, 1]
+        else:
+            qkv = query @ w[("qkv", "kernel")] + w[("qkv", "bias")]
+            v = qkv.reshape(BATCH, T_LEN, 3, HEADS, -1)[:, :, 2]
+        heads = np.einsum("bhts,bshd->bthd", probs, v).reshape(BATCH, T_LEN, D_MODEL)
+        explicit = heads @ w[("output", "kernel")] + w[("output", "bias")]
+        np.testing.assert_allclose(fused, explicit, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_fused_path_agrees_with_dropout_path(mode):
+    # dropout > 0 with training=True takes the explicit einsum path; a rate of
+    # 1e-7 drops nothing here (seeded), so both paths must give the same output.
+    layer = _layer(mode, dropout=1e-7)
+    query, memory = _inputs(mode)
+    for key_mask in (None, _key_mask(mode)):
+        kwargs = _call_kwargs(memory, key_mask)
+        explicit = _np(layer(query, training=True, **kwargs))
+        fused = _np(layer(query, training=False, **kwargs))
+        np.testing.assert_allclose(explicit, fused, rtol=1e-5, atol=1e-5)
+        expected, _ = _np_attention(layer, query, memory, key_mask)
+        np.testing.assert_allclose(explicit, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_probability_dropout_only_in_training():
+    layer = _layer("causal", dropout=0.5)
+    query, _ = _inputs("causal")
+    expected, _ = _np_attention(layer, query)
+    np.testing.assert_allclose(_np(layer(query)), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(layer(query, training=False)), expected, rtol=1e-5, atol=1e-5)
+    dropped = _np(layer(query, training=True))
+    assert np.all(np.isfinite(dropped))
+    assert np.abs(dropped - expected).max() > 1e-3
+    # attention_probabilities never drops.
+    probs = _np(layer.attention_probabilities(query))
+    np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
+
+
+# --- rows with no visible key ------------------------------------------------------------
+
+
+def _empty_row_case(mode):
+    """(key_mask, boolean (B, T) of rows that see no key) for this mode."""
+    if mode == "bidirectional":
+        key_mask = np.ones((BATCH, T_LEN), bool)
+        key_mask[1] = False  # sequence 1 is all padding
+    elif mode == "causal":
+        key_mask = np.ones((BATCH, T_LEN), bool)
+        key_mask[1, 0] = False  # query 0 sees only key 0
+    elif mode == "banded":
+        key_mask = np.ones((BATCH, T_LEN), bool)
+        key_mask[0, 2:4] = False  # window 3 at position 3 sees 1, 2, 3: 1 is real
+        key_mask[1, 0] = False
+        key_mask[1, 2:5] = False  # position 4 sees 2, 3, 4: all padding
+    else:
+        key_mask = np.ones((BATCH, S_LEN), bool)
+        key_mask[1] = False  # memory 1 is all padding
+    s_len = S_LEN if mode == "cross" else T_LEN
+    empty = ~_np_mask(mode, T_LEN, s_len, key_mask, MODES[mode].get("window")).any(-1)
+    assert empty.any() and not empty.all()
+    return key_mask, empty
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_empty_rows_give_exact_zeros(mode, dtype):
+    query, memory = _inputs(mode)
+    key_mask, empty = _empty_row_case(mode)
+    kwargs = _call_kwargs(memory, key_mask)
+    # Default initialization: biases are zero, so an empty row is exactly 0.
+    layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, **MODES[mode])
+    out = layer(query, **kwargs)
+    assert keras.backend.standardize_dtype(out.dtype) == dtype
+    out = _np(out)
+    assert np.all(np.isfinite(out))
+    assert np.all(out[empty] == 0.0)
+    assert np.abs(out[~empty]).max() > 0.0
+    probs = _np(layer.attention_probabilities(query, **kwargs))
+    assert np.all(np.isfinite(probs))
+    assert np.all(probs.transpose(0, 2, 1, 3)[empty] == 0.0)
+    np.testing.assert_allclose(probs.transpose(0, 2, 1, 3)[~empty].sum(-1), 1.0, atol=1e-6)
+    # The explicit (dropout) path gives the same zeros.
+    explicit = _np(
+        MultiHeadAttention(num_heads=HEADS, dtype=dtype, dropout=1e-7, **MODES[mode])(
+            query, training=True, **kwargs
+        )
+    )
+    assert np.all(np.isfinite(explicit)) and np.all(explicit[empty] == 0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_empty_rows_with_random_weights(mode, dtype):
+    # With nonzero biases an empty row reads nothing: its output is exactly the
+    # output bias; other rows match float32 NumPy to the dtype's precision.
+    query, memory = _inputs(mode)
+    key_mask, empty = _empty_row_case(mode)
+    reference_layer = _layer(mode)
+    layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, **MODES[mode])
+    layer.build((None, T_LEN, D_MODEL), (None, S_LEN, D_MODEL) if mode == "cross" else None)
+    layer.set_weights(reference_layer.get_weights())
+    out = _np(layer(query, **_call_kwargs(memory, key_mask)))
+    assert np.all(np.isfinite(out))
+    bias = _np(layer.output_projection.bias)
+    assert np.any(bias != 0)
+    np.testing.assert_array_equal(out[empty], np.broadcast_to(bias, out[empty].shape))
+    expected, _ = _np_attention(reference_layer, query, memory, key_mask)
+    tolerance = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 6e-2}[dtype]
+    np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("mode", ["causal", "cross"])
+def test_empty_rows_have_finite_gradients(mode, dtype):
+    query, memory = _inputs(mode)
+    key_mask, _ = _empty_row_case(mode)
+    layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, **MODES[mode])
+    kwargs = _call_kwargs(memory, key_mask)
+    layer(query, **kwargs)  # build
+    grads = _gradients(layer, query, **kwargs)
+    assert len(grads) == 1 + len(layer.trainable_variables)
+    for grad in grads:
+        assert np.all(np.isfinite(grad))
+    assert all(np.abs(g).max() > 0 for g in grads)
+
+
+# --- what each position may see -------------------------------------------------------
+
+
+def test_causal_output_ignores_later_positions():
+    layer = _layer("causal")
+    query, _ = _inputs("causal")
+    base = _np(layer(query))
+    for t in range(T_LEN - 1):
+        changed = query.copy()
+        changed[:, t + 1 :] = np.random.default_rng(t).normal(size=changed[:, t + 1 :].shape)
+        out = _np(layer(changed))
+        np.testing.assert_allclose(out[:, : t + 1], base[:, : t + 1], rtol=0, atol=1e-6)
+        assert np.abs(out[:, t + 1 :] - base[:, t + 1 :]).max() > 1e-3
+
+
+def test_bidirectional_output_reads_later_positions():
+    layer = _layer("bidirectional")
+    query, _ = _inputs("bidirectional")
+    changed = query.copy()
+    changed[:, -1] += 1.0
+    assert np.abs(_np(layer(changed))[:, 0] - _np(layer(query))[:, 0]).max() > 1e-4
+
+
+def test_banded_output_ignores_positions_outside_window():
+    layer = _layer("banded")  # window 3: position t sees t-2, t-1, t
+    query, _ = _inputs("banded")
+    base = _np(layer(query))
+    changed = query.copy()
+    changed[:, 2] += 5.0
+    out = _np(layer(changed))
+    seen_by = [2, 3, 4]  # only these positions read key 2
+    others = [t for t in range(T_LEN) if t not in seen_by]
+    np.testing.assert_allclose(out[:, others], base[:, others], rtol=0, atol=1e-6)
+    assert all(np.abs(out[:, t] - base[:, t]).max() > 1e-4 for t in seen_by)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_padded_keys_are_not_read(mode):
+    layer = _layer(mode)
+    query, memory = _inputs(mode)
+    if mode == "cross":
+        key_mask = _key_mask(mode)  # memory 1's last two positions are padding
+        changed_query, changed_memory = query, memory.copy()
+        changed_memory[1, -2:] += 10.0
+        unchanged = slice(None)  # every query position
+    else:
+        # Left padding, so that later (causal, banded) queries could read it.
+        key_mask = np.ones((BATCH, T_LEN), bool)
+        key_mask[1, :2] = False
+        changed_query, changed_memory = query.copy(), None
+        changed_query[1, :2] += 10.0
+        unchanged = slice(2, None)  # the padded positions' own queries change
+    base = _np(layer(query, **_call_kwargs(memory, key_mask)))
+    out = _np(layer(changed_query, **_call_kwargs(changed_memory, key_mask)))
+    np.testing.assert_allclose(out[1, unchanged], base[1, unchanged], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(out[0], base[0], rtol=0, atol=1e-6)
+    # Without the mask the same change does show.
+    free_base = _np(layer(query, **_call_kwargs(memory, None)))
+    free = _np(layer(changed_query, **_call_kwargs(changed_memory, None)))
+    assert np.abs(free[1, unchanged] - free_base[1, unchanged]).max() > 1e-4
+
+
+def test_cross_reads_memory():
+    layer = _layer("cross")
+    query, memory = _inputs("cross")
+    other = np.random.default_rng(9).normal(size=memory.shape).astype("float32")
+    assert np.abs(_np(layer(query, memory=memory)) - _np(layer(query, memory=other))).max() > 1e-3
+
+
+# --- the standard layer test -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_run_layer_test(mode):
+    query, memory = _inputs(mode)
+    inputs = {"query": query}
+    if memory is not None:
+        inputs["memory"] = memory
+    inputs["key_mask"] = _key_mask(mode)
+    d = D_MODEL
+    run_layer_test(
+        MultiHeadAttention,
+        init_kwargs={"num_heads": HEADS, **MODES[mode]},
+        inputs=inputs,
+        expected_output_shape=(BATCH, T_LEN, D_MODEL),
+        expected_num_params=4 * d * d + 4 * d,
+        expected_num_trainable_weights=6 if mode == "cross" else 4,
+    )
+
+
+@pytest.mark.parametrize("mode", ["bidirectional", "causal"])
+def test_run_layer_test_without_mask(mode):
+    query, _ = _inputs(mode)
+    run_layer_test(
+        MultiHeadAttention,
+        init_kwargs={"num_heads": 2, "mode": mode, "use_bias": False},
+        inputs={"query": query},
+        expected_output_shape=(BATCH, T_LEN, D_MODEL),
+        expected_num_params=4 * D_MODEL * D_MODEL,
+        expected_num_trainable_weights=2,
+    )
+
+
+# --- bad arguments ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"mode": "global"}, "mode"),
+        ({"mode": "Causal"}, "mode"),
+        ({"mode": "causal", "window": 2}, "window"),
+        ({"mode": "bidirectional", "window": 2}, "window"),
+        ({"mode": "banded"}, "window"),
+        ({"mode": "banded", "window": 0}, "window"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"dropout": -0.1}, "dropout"),
+        ({"num_heads": 0}, "num_heads"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, name):
+    kwargs = {"num_heads": 2, **kwargs}
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        MultiHeadAttention(**kwargs)
+
+
+def test_bad_mode_lists_allowed_values():
+    with pytest.raises(ValueError) as info:
+        MultiHeadAttention(num_heads=2, mode="global")
+    for mode in MODES:
+        assert repr(mode) in str(info.value)
+
+
+def test_d_model_not_divisible_by_num_heads_raises():
+    with pytest.raises(ValueError, match="d_model") as info:
+        MultiHeadAttention(num_heads=3)(np.zeros((1, 4, 16), "float32"))
+    assert "num_heads" in str(info.value)
+
+
+def test_cross_without_memory_raises():
+    with pytest.raises(ValueError, match="memory"):
+        MultiHeadAttention(num_heads=2, mode="cross")(np.zeros((1, 4, 16), "float32"))
+
+
+def test_memory_with_self_attention_raises():
+    with pytest.raises(ValueError, match="memory"):
+        MultiHeadAttention(num_heads=2, mode="causal")(
+            np.zeros((1, 4, 16), "float32"), memory=np.zeros((1, 3, 16), "float32")
+        )

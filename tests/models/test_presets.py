@@ -1,0 +1,271 @@
+"""Named presets: exact parameter counts, config-only counts, overrides, errors.
+
+The paper-sized presets are built once each (gpt2_medium is the slow one) and
+deleted straight after, with the Keras session cleared, to keep memory down.
+"""
+
+import gc
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+import keras_transformer as kt
+from keras_transformer.models import DecoderOnly
+from keras_transformer.models import EncoderDecoder
+from keras_transformer.models import preset_config
+
+# SPEC section 1: biases on every Dense, LayerNorm scale+offset, a final LN per
+# pre-LN stack only, tied weights counted once.
+PAPER_COUNTS = {
+    "gpt2_small": 124_439_808,
+    "gpt2_medium": 354_823_168,
+    "gpt2_large": 774_030_080,
+    "gpt2_xl": 1_557_611_200,
+    "gpt3_175b": 174_604_259_328,
+    "transformer_base": 63_082_496,  # vocab 37,000 (the paper's "65M")
+    "transformer_big": 214_245_376,
+}
+# Worked out by hand from the preset sizes (see each comment), not from the code.
+TINY_COUNTS = {
+    # V=128, d=32, d_ff=128, 2 blocks, 64 learned rows, pre-LN:
+    # 128*32 + 64*32 + 2*(4*(32*32+32) + (32*128+128+128*32+32) + 2*64) + 64
+    "gpt2_tiny": 31_616,
+    # same with 4 blocks
+    "gpt3_tiny": 57_024,
+    # V=128, d=32, d_ff=64, 2+2 blocks, sinusoids, post-LN:
+    # 128*32 + 2*8544 (encoder block) + 2*(8544 + 4224 + 64) (decoder block)
+    "transformer_tiny": 46_848,
+}
+TOO_BIG_TO_BUILD = ("gpt2_large", "gpt2_xl", "gpt3_175b")
+FAMILY = {"DecoderOnly": DecoderOnly, "EncoderDecoder": EncoderDecoder}
+
+
+def _release(model):
+    del model
+    keras.backend.clear_session()
+    gc.collect()
+
+
+def _family(name):
+    return FAMILY[kt.models.PRESETS[name][0]]
+
+
+def test_every_spec_preset_exists_in_its_family():
+    expected = {
+        "transformer_base": "EncoderDecoder",
+        "transformer_big": "EncoderDecoder",
+        "gpt2_small": "DecoderOnly",
+        "gpt2_medium": "DecoderOnly",
+        "gpt2_large": "DecoderOnly",
+        "gpt2_xl": "DecoderOnly",
+        "gpt3_175b": "DecoderOnly",
+    }
+    for name, family in expected.items():
+        assert kt.models.PRESETS[name][0] == family, name
+    tiny = [n for n in kt.models.PRESETS if n.endswith("_tiny")]
+    assert {kt.models.PRESETS[n][0] for n in tiny} == {"DecoderOnly", "EncoderDecoder"}
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_COUNTS))
+def test_config_only_count_matches_the_paper(name):
+    assert preset_config(name).count_params() == PAPER_COUNTS[name]
+    # The class method and the module function agree.
+    assert _family(name).preset_config(name).count_params() == PAPER_COUNTS[name]
+
+
+@pytest.mark.parametrize("name", sorted(TINY_COUNTS))
+def test_config_only_count_of_tiny_presets(name):
+    assert preset_config(name).count_params() == TINY_COUNTS[name]
+
+
+def test_transformer_base_with_explicit_vocab_matches_the_paper():
+    assert preset_config("transformer_base", vocab_size=37000).count_params() == 63_082_496
+    # A different vocabulary changes only the (shared, counted once) embedding.
+    assert (
+        preset_config("transformer_base", vocab_size=37001).count_params()
+        == 63_082_496 + 512
+    )
+
+
+# Every preset small enough to build here, each built exactly once.
+BUILDABLE = [n for n in kt.models.PRESETS if n not in TOO_BIG_TO_BUILD]
+
+
+def test_buildable_list_covers_the_paper_models_and_tiny_ones():
+    assert {"gpt2_small", "gpt2_medium", "transformer_base", "transformer_big"} <= set(BUILDABLE)
+    assert {"gpt2_tiny", "gpt3_tiny", "transformer_tiny"} <= set(BUILDABLE)
+
+
+@pytest.mark.parametrize("name", BUILDABLE)
+def test_built_count_equals_config_count(name):
+    overrides = {"vocab_size": 37000} if name == "transformer_base" else {}
+    model = _family(name).from_preset(name, **overrides)
+    try:
+        assert isinstance(model, keras.Model)
+        built = model.count_params()
+        assert built == preset_config(name, **overrides).count_params()
+        assert built == model.config.count_params()
+        expected = PAPER_COUNTS.get(name, TINY_COUNTS.get(name))
+        assert built == expected, f"{name}: built {built}, expected {expected}"
+    finally:
+        _release(model)
+
+
+# Toggle combinations the presets do not exercise, built small.
+VARIANTS = [
+    ("gpt2_tiny", dict(tie_embeddings=False)),
+    ("gpt2_tiny", dict(position="sinusoidal", ln_position="post")),
+    ("gpt3_tiny", dict(banded_layers="all", tie_embeddings=False)),
+    ("transformer_tiny", dict(tie_embeddings=False)),
+    ("transformer_tiny", dict(position="learned", max_length=48)),
+    ("transformer_tiny", dict(ln_position="pre")),
+    ("transformer_tiny", dict(num_encoder_layers=1, num_decoder_layers=3)),
+    ("transformer_tiny", dict(num_encoder_layers=3, num_decoder_layers=1, ln_position="pre")),
+]
+
+
+@pytest.mark.parametrize("name,overrides", VARIANTS)
+def test_overridden_variants_built_count_equals_config_count(name, overrides):
+    model = _family(name).from_preset(name, **overrides)
+    config_count = preset_config(name, **overrides).count_params()
+    assert model.count_params() == config_count
+    # Each override really changes the architecture's size (or is a pure toggle).
+    base = TINY_COUNTS[name]
+    if overrides.get("tie_embeddings") is False:
+        assert config_count == base + 128 * 32  # one more vocab x d_model matrix
+    if "num_encoder_layers" in overrides:
+        assert model.config.num_encoder_layers == overrides["num_encoder_layers"]
+        assert model.config.num_decoder_layers == overrides["num_decoder_layers"]
+        assert len(model.encoder_blocks) == overrides["num_encoder_layers"]
+        assert len(model.decoder_blocks) == overrides["num_decoder_layers"]
+    if overrides.get("position") == "learned":
+        assert config_count == base + 48 * 32
+    if overrides.get("ln_position") == "pre" and name == "transformer_tiny":
+        if "num_encoder_layers" not in overrides:
+            assert config_count == base + 2 * 2 * 32  # a final LayerNorm per stack
+    _release(model)
+
+
+def test_unequal_depths_count_by_hand():
+    # 1 encoder block (8544) + 3 decoder blocks (12832) + embedding (4096).
+    config = preset_config("transformer_tiny", num_encoder_layers=1, num_decoder_layers=3)
+    assert config.count_params() == 4096 + 8544 + 3 * 12832
+
+
+def test_paper_toggles_of_the_presets():
+    gpt2 = preset_config("gpt2_small")
+    assert (gpt2.num_encoder_layers, gpt2.num_decoder_layers) == (0, 12)
+    assert (gpt2.d_model, gpt2.num_heads, gpt2.d_ff) == (768, 12, 3072)
+    assert (gpt2.vocab_size, gpt2.max_length) == (50257, 1024)
+    assert (gpt2.ln_position, gpt2.position, gpt2.activation) == ("pre", "learned", "gelu")
+    assert gpt2.tie_embeddings and not gpt2.scale_embeddings
+
+    base = preset_config("transformer_base")
+    assert (base.num_encoder_layers, base.num_decoder_layers) == (6, 6)
+    assert (base.d_model, base.num_heads, base.d_ff, base.dropout) == (512, 8, 2048, 0.1)
+    assert (base.ln_position, base.position, base.activation) == ("post", "sinusoidal", "relu")
+    assert base.tie_embeddings and base.scale_embeddings
+    assert preset_config("transformer_big").dropout == 0.3
+
+    gpt3 = preset_config("gpt3_175b")
+    assert (gpt3.num_decoder_layers, gpt3.d_model, gpt3.num_heads) == (96, 12288, 96)
+    assert gpt3.max_length == 2048
+    modes = [gpt3.decoder_attention_mode(i) for i in range(4)]
+    assert modes == ["causal", "banded", "causal", "banded"]  # GPT-3 alternates
+
+
+# --- overrides ----------------------------------------------------------------
+
+
+def test_override_dropout_reaches_the_layers_and_behaviour():
+    ids = np.array([[5, 6, 7, 8, 9, 10]])
+    off = DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
+    assert off.config.dropout == 0.0
+    assert off.get_config()["dropout"] == 0.0
+    assert all(block.dropout == 0.0 for block in off.blocks)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(off(ids, training=True)),
+        ops.convert_to_numpy(off(ids, training=False)),
+    )
+    on = DecoderOnly.from_preset("gpt2_tiny")  # preset dropout 0.1
+    assert on.config.dropout == 0.1
+    assert not np.allclose(
+        ops.convert_to_numpy(on(ids, training=True)),
+        ops.convert_to_numpy(on(ids, training=False)),
+    )
+
+
+def test_overrides_apply_to_encoder_decoder_presets():
+    model = EncoderDecoder.from_preset(
+        "transformer_tiny", vocab_size=64, activation="gelu", pad_id=3
+    )
+    assert (model.config.vocab_size, model.config.activation, model.config.pad_id) == (
+        64,
+        "gelu",
+        3,
+    )
+    out = model({"source": np.array([[4, 5, 6]]), "target": np.array([[7, 8]])})
+    assert tuple(out.shape) == (1, 2, 64)
+    # The preset itself is untouched by an override.
+    assert EncoderDecoder.from_preset("transformer_tiny").config.vocab_size == 128
+
+
+def test_override_is_validated_like_a_constructor_argument():
+    with pytest.raises(ValueError, match="ln_position"):
+        DecoderOnly.from_preset("gpt2_tiny", ln_position="middle")
+    with pytest.raises(ValueError, match="dropout"):
+        preset_config("transformer_tiny", dropout=1.5)
+
+
+# --- errors -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DecoderOnly.from_preset("gpt4_mini"),
+        lambda: EncoderDecoder.from_preset("gpt4_mini"),
+        lambda: preset_config("gpt4_mini"),
+        lambda: kt.DecoderOnly.preset_config("gpt4_mini"),
+    ],
+)
+def test_unknown_preset_raises_naming_it(make):
+    with pytest.raises(ValueError) as info:
+        make()
+    message = str(info.value)
+    assert "gpt4_mini" in message
+    assert "gpt2_small" in message and "transformer_base" in message  # lists the choices
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DecoderOnly.from_preset("gpt2_tiny", num_blocks=3),
+        lambda: EncoderDecoder.from_preset("transformer_tiny", num_blocks=3),
+        lambda: preset_config("gpt2_tiny", num_blocks=3),
+        # DecoderOnly has no encoder, so this is not one of its arguments.
+        lambda: DecoderOnly.from_preset("gpt2_tiny", num_encoder_layers=3),
+    ],
+)
+def test_unknown_override_raises_naming_it(make):
+    with pytest.raises(ValueError) as info:
+        make()
+    message = str(info.value)
+    assert "num_blocks" in message or "num_encoder_layers" in message
+    assert "vocab_size" in message  # lists what is accepted
+
+
+def test_preset_of_the_other_family_raises():
+    with pytest.raises(ValueError) as info:
+        DecoderOnly.from_preset("transformer_tiny")
+    assert "transformer_tiny" in str(info.value) and "EncoderDecoder" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        DecoderOnly.from_preset("transformer_base", vocab_size=37000)
+    assert "EncoderDecoder" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        EncoderDecoder.from_preset("gpt2_tiny")
+    assert "gpt2_tiny" in str(info.value) and "DecoderOnly" in str(info.value)
+    with pytest.raises(ValueError):
+        DecoderOnly.preset_config("transformer_big")
