@@ -163,6 +163,12 @@ def _source_and_target(inputs):
             f"and 'target' (batch, T); received {got}."
         )
     source, target = inputs["source"], inputs["target"]
+    for name, ids in (("source", source), ("target", target)):
+        if len(ids.shape) != 2:  # before comparing batch sizes, which assumes rank 2
+            raise ValueError(
+                f"'{name}' must have shape (batch, length); received shape "
+                f"{tuple(ids.shape)}."
+            )
     batch_source, batch_target = source.shape[0], target.shape[0]
     if batch_source is not None and batch_target is not None and batch_source != batch_target:
         raise ValueError(

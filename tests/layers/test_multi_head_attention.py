@@ -160,7 +160,10 @@ def _gradients(layer, query, **kwargs):
             return (out.astype("float32") ** 2).sum()
 
         x = jax.numpy.asarray(query).astype(dtype)
-        gx, gw = jax.jit(jax.grad(loss_fn, argnums=(0, 1)))(x, trainable)
+        grad_fn = jax.grad(loss_fn, argnums=(0, 1))
+        if dtype != "float16":  # XLA:CPU cannot compile float16 attention's backward pass
+            grad_fn = jax.jit(grad_fn)
+        gx, gw = grad_fn(x, trainable)
         return [np.asarray(g.astype("float32")) for g in [gx] + list(gw)]
     if backend == "torch":
         import torch
@@ -372,34 +375,29 @@ def test_empty_rows_give_exact_zeros(mode, dtype):
     assert np.all(np.isfinite(probs))
     assert np.all(probs.transpose(0, 2, 1, 3)[empty] == 0.0)
     np.testing.assert_allclose(probs.transpose(0, 2, 1, 3)[~empty].sum(-1), 1.0, atol=1e-6)
-    # The explicit (dropout) path gives the same zeros.
-    explicit = _np(
-        MultiHeadAttention(num_heads=HEADS, dtype=dtype, dropout=1e-7, **MODES[mode])(
-            query, training=True, **kwargs
-        )
-    )
-    assert np.all(np.isfinite(explicit)) and np.all(explicit[empty] == 0.0)
 
-
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("mode", list(MODES))
-def test_empty_rows_with_random_weights(mode, dtype):
-    # With nonzero biases an empty row reads nothing: its output is exactly the
-    # output bias; other rows match float32 NumPy to the dtype's precision.
-    query, memory = _inputs(mode)
-    key_mask, empty = _empty_row_case(mode)
+    # Random weights, nonzero biases: an empty row reads nothing, so its output
+    # is exactly the output bias; other rows match float64 NumPy to the dtype's
+    # precision.
     reference_layer = _layer(mode)
-    layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, **MODES[mode])
-    layer.build((None, T_LEN, D_MODEL), (None, S_LEN, D_MODEL) if mode == "cross" else None)
     layer.set_weights(reference_layer.get_weights())
-    out = _np(layer(query, **_call_kwargs(memory, key_mask)))
+    out = _np(layer(query, **kwargs))
     assert np.all(np.isfinite(out))
     bias = _np(layer.output_projection.bias)
-    assert np.any(bias != 0)
+    assert np.all(bias != 0)
     np.testing.assert_array_equal(out[empty], np.broadcast_to(bias, out[empty].shape))
     expected, _ = _np_attention(reference_layer, query, memory, key_mask)
     tolerance = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 6e-2}[dtype]
     np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
+
+    # The explicit (dropout) path gives the same exact empty rows.
+    explicit_layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, dropout=1e-7, **MODES[mode])
+    explicit_layer(query, **kwargs)
+    explicit_layer.set_weights(reference_layer.get_weights())
+    explicit = _np(explicit_layer(query, training=True, **kwargs))
+    assert np.all(np.isfinite(explicit))
+    np.testing.assert_array_equal(explicit[empty], np.broadcast_to(bias, explicit[empty].shape))
+    np.testing.assert_allclose(explicit, expected, rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

@@ -1,4 +1,8 @@
-"""DecoderOnly (GPT) end to end: causality, padding, saving, errors, training."""
+"""DecoderOnly (GPT) end to end: causality, padding, saving, errors, training.
+
+Most tests feed ids of one shape, (BATCH, LENGTH), so that JAX's op-by-op
+eager mode compiles each primitive once for the whole file.
+"""
 
 import os
 import subprocess
@@ -13,6 +17,7 @@ import keras_transformer as kt
 from keras_transformer.models import DecoderOnly
 
 VOCAB = 64
+BATCH, LENGTH, LONG = 8, 8, 12
 TINY = dict(vocab_size=VOCAB, num_layers=2, d_model=16, num_heads=2, d_ff=32, max_length=32)
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -28,18 +33,26 @@ def logits(model, ids, **kwargs):
     return ops.convert_to_numpy(ops.cast(model(ids, **kwargs), "float32"))
 
 
-def real_ids(rng, shape, low=1):
+def real_ids(rng, shape=(BATCH, LENGTH), low=1):
     """Token ids that are never the padding id 0."""
     return rng.integers(low, VOCAB, size=shape).astype("int32")
 
 
-def test_output_shape_and_type():
+def other_ids(rng, ids):
+    """Different non-pad ids, position by position."""
+    shift = rng.integers(1, VOCAB - 1, size=np.shape(ids))  # in [1, VOCAB - 2]
+    changed = (np.asarray(ids) - 1 + shift) % (VOCAB - 1) + 1
+    assert np.all(changed != ids) and np.all(changed > 0)
+    return changed.astype("int32")
+
+
+def test_output_shape_and_type(rng):
     model = tiny()
     assert isinstance(model, keras.Model)
     assert kt.DecoderOnly is DecoderOnly
-    out = model(np.array([[5, 6, 7], [8, 9, 10]]))
-    assert tuple(out.shape) == (2, 3, VOCAB)
-    assert model.compute_output_shape((2, 3)) == (2, 3, VOCAB)
+    out = model(real_ids(rng))
+    assert tuple(out.shape) == (BATCH, LENGTH, VOCAB)
+    assert model.compute_output_shape((BATCH, LENGTH)) == (BATCH, LENGTH, VOCAB)
 
 
 # --- causality ------------------------------------------------------------------
@@ -51,19 +64,17 @@ CAUSAL_CONFIGS = [
 ]
 
 
-def _assert_causal(model, rng, length=10):
+def _assert_causal(model, rng):
     """Changing tokens after t never changes logits at <= t; it does change later ones."""
-    base = real_ids(rng, (1, length))
-    # Row 0 is the original; row 1 + t has every token after position t resampled.
-    rows = [base[0]]
-    for t in range(length - 1):
-        row = base[0].copy()
-        shift = rng.integers(1, VOCAB - 1, length - t - 1)  # in [1, VOCAB - 2]
-        row[t + 1 :] = (row[t + 1 :] - 1 + shift) % (VOCAB - 1) + 1  # another non-pad id
-        assert np.all(row[t + 1 :] != base[0, t + 1 :]) and np.all(row > 0)
+    base = real_ids(rng, (1, LENGTH))[0]
+    # Row 0 is the original; row 1 + t has every token after position t changed.
+    rows = [base]
+    for t in range(LENGTH - 1):
+        row = base.copy()
+        row[t + 1 :] = other_ids(rng, row[t + 1 :])
         rows.append(row)
-    out = logits(model, np.stack(rows))
-    for t in range(length - 1):
+    out = logits(model, np.stack(rows))  # (LENGTH, LENGTH, VOCAB)
+    for t in range(LENGTH - 1):
         np.testing.assert_allclose(
             out[1 + t, : t + 1], out[0, : t + 1], atol=1e-5, rtol=0,
             err_msg=f"logits at <= {t} depend on later tokens",
@@ -81,19 +92,26 @@ def test_causality_of_the_banded_gpt3_tiny_preset(rng):
     model = DecoderOnly.from_preset("gpt3_tiny", dropout=0.0)
     assert model.config.attention_window == 4
     assert [b.self_attention.mode for b in model.blocks] == ["causal", "banded"] * 2
-    _assert_causal(model, rng, length=12)
+    _assert_causal(model, rng)
 
 
 def test_all_banded_layers_limit_how_far_back_a_position_reads(rng):
-    # Every layer banded with window 2 over 2 layers: position t reads t-2..t at most,
-    # so changing token 0 leaves logits from position 3 on unchanged.
+    # Every layer banded with window 2, two layers: position p reads p-2..p at
+    # most, so changing token j changes the logits at j, j+1, j+2 and nowhere else.
     model = tiny(attention_window=2, banded_layers="all")
-    base = real_ids(rng, (1, 8))
-    changed = base.copy()
-    changed[0, 0] = base[0, 0] % (VOCAB - 1) + 1
-    out = logits(model, np.concatenate([base, changed]))
-    np.testing.assert_allclose(out[1, 3:], out[0, 3:], atol=1e-5, rtol=0)
-    assert np.abs(out[1, :3] - out[0, :3]).max(axis=-1).min() > 1e-4
+    base = real_ids(rng, (1, LENGTH))[0]
+    rows = [base]
+    for j in range(LENGTH - 1):
+        row = base.copy()
+        row[j] = other_ids(rng, row[j : j + 1])[0]
+        rows.append(row)
+    out = logits(model, np.stack(rows))
+    for j in range(LENGTH - 1):
+        diff = np.abs(out[1 + j] - out[0]).max(axis=-1)  # (LENGTH,)
+        reach = np.zeros(LENGTH, bool)
+        reach[j : j + 3] = True
+        assert np.all(diff[~reach] < 1e-5), (j, diff)
+        assert np.all(diff[reach] > 1e-4), (j, diff)
 
 
 # --- padding --------------------------------------------------------------------
@@ -103,13 +121,16 @@ def test_all_banded_layers_limit_how_far_back_a_position_reads(rng):
 @pytest.mark.parametrize("config", CAUSAL_CONFIGS)
 def test_right_padding_leaves_real_positions_unchanged(config, pad_id, rng):
     model = tiny(pad_id=pad_id, **config)
-    ids = rng.integers(0, VOCAB, size=(3, 6)).astype("int32")
+    ids = rng.integers(0, VOCAB, size=(BATCH, LENGTH)).astype("int32")
     ids[ids == pad_id] = pad_id + 1
-    ids[1, 4:] = ids[2, 2:] = pad_id  # rows of different real lengths in one batch
+    for row in range(BATCH):  # rows of different real lengths in one batch
+        ids[row, LENGTH - row :] = pad_id
     real = ids != pad_id
-    padded = np.concatenate([ids, np.full((3, 5), pad_id, "int32")], axis=1)
+    padded = np.concatenate(
+        [ids, np.full((BATCH, LONG - LENGTH), pad_id, "int32")], axis=1
+    )
     expected = logits(model, ids)
-    got = logits(model, padded)[:, :6]
+    got = logits(model, padded)[:, :LENGTH]
     np.testing.assert_allclose(got[real], expected[real], atol=1e-5, rtol=0)
 
 
@@ -117,10 +138,10 @@ def test_right_padding_leaves_real_positions_unchanged(config, pad_id, rng):
 @pytest.mark.parametrize("ln_position", ["post", "pre"])
 def test_left_padding_is_finite_and_masked(ln_position, position, rng):
     model = tiny(ln_position=ln_position, position=position, tie_embeddings=False)
-    ids = real_ids(rng, (4, 8))
-    ids[0, :3] = 0  # left padding
-    ids[1, :7] = 0  # a single real token
-    ids[2, :] = 0  # nothing but padding
+    ids = real_ids(rng)
+    for row in range(BATCH):  # 0 .. LENGTH - 1 pads, then nothing but padding
+        ids[row, : min(row, LENGTH)] = 0
+    ids[-1, :] = 0
     out = logits(model, ids)
     assert np.all(np.isfinite(out))
     # Padding is masked as a key: the pad token's embedding cannot reach a real
@@ -161,7 +182,7 @@ SAVE_CONFIGS = [
 @pytest.mark.parametrize("overrides", SAVE_CONFIGS)
 def test_save_and_load_give_identical_logits(overrides, tmp_path, rng):
     model = tiny(**overrides)
-    ids = real_ids(rng, (2, 9))
+    ids = real_ids(rng)
     ids[1, 6:] = model.config.pad_id
     expected = logits(model, ids)
     path = str(tmp_path / "decoder_only.keras")
@@ -184,17 +205,17 @@ def test_get_config_round_trip(overrides, rng):
     assert clone.config == model.config
     assert clone.count_params() == model.count_params()
     clone.set_weights(model.get_weights())
-    ids = real_ids(rng, (2, 7))
+    ids = real_ids(rng)
     np.testing.assert_array_equal(logits(clone, ids), logits(model, ids))
 
 
-def test_mixed_precision_policy_survives_saving(tmp_path):
+def test_mixed_precision_policy_survives_saving(tmp_path, rng):
     model = tiny(dtype="mixed_bfloat16")
     path = str(tmp_path / "mixed.keras")
     model.save(path)
     restored = keras.saving.load_model(path)
     assert restored.dtype_policy.name == "mixed_bfloat16"
-    out = restored(np.array([[3, 4, 5]]))
+    out = restored(real_ids(rng))
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
 
 
@@ -216,18 +237,17 @@ print("loaded-and-matched", type(model).__name__)
 
 def test_model_saved_here_loads_under_the_other_backends(tmp_path, rng):
     model = DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
-    ids = real_ids(rng, (2, 10))
-    ids[1, 7:] = 0
+    ids = real_ids(rng)
+    ids[1, 5:] = 0
     expected = logits(model, ids)
     model.save(str(tmp_path / "model.keras"))
     np.save(tmp_path / "ids.npy", ids)
     np.save(tmp_path / "expected.npy", expected)
     here = keras.backend.backend()
-    for backend in BACKENDS:
-        if backend == here:
-            continue
-        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
-        result = subprocess.run(
+    others = [b for b in BACKENDS if b != here]
+    assert len(others) == 2
+    running = {
+        backend: subprocess.Popen(
             [
                 sys.executable,
                 "-c",
@@ -237,13 +257,17 @@ def test_model_saved_here_loads_under_the_other_backends(tmp_path, rng):
                 str(tmp_path / "ids.npy"),
                 str(tmp_path / "expected.npy"),
             ],
-            env=env,
-            capture_output=True,
+            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
         )
-        assert result.returncode == 0, f"{here} -> {backend}:\n{result.stderr[-3000:]}"
-        assert "loaded-and-matched DecoderOnly" in result.stdout
+        for backend in others  # both at once: most of their time is importing
+    }
+    for backend, process in running.items():
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, f"{here} -> {backend}:\n{stderr[-3000:]}"
+        assert "loaded-and-matched DecoderOnly" in stdout
 
 
 # --- bad arguments --------------------------------------------------------------
@@ -306,13 +330,13 @@ def test_bad_ids_in_an_eager_call(ids, words):
 
 
 def test_sequence_longer_than_the_learned_table():
-    model = tiny(max_length=8)
-    model(np.ones((1, 8), "int32"))  # exactly fits
-    with pytest.raises(ValueError, match="max_length=8"):
-        model(np.ones((2, 9), "int32"))
+    model = tiny(max_length=LENGTH)
+    model(np.ones((BATCH, LENGTH), "int32"))  # exactly fits
+    with pytest.raises(ValueError, match=f"max_length={LENGTH}"):
+        model(np.ones((BATCH, LENGTH + 1), "int32"))
     # Sinusoids have no such limit.
-    out = tiny(max_length=8, position="sinusoidal")(np.ones((1, 40), "int32"))
-    assert tuple(out.shape) == (1, 40, VOCAB)
+    out = tiny(max_length=LENGTH, position="sinusoidal")(np.ones((BATCH, LONG), "int32"))
+    assert tuple(out.shape) == (BATCH, LONG, VOCAB)
 
 
 def test_sequence_longer_than_the_learned_table_through_predict():
@@ -375,10 +399,11 @@ def test_mixed_bfloat16_gives_finite_logits(config, rng):
     model = tiny(dtype="mixed_bfloat16", **config)
     assert model.compute_dtype == "bfloat16"
     assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in model.weights)
-    ids = real_ids(rng, (3, 8))
+    ids = real_ids(rng)
     ids[1, :4] = 0  # left padding
     ids[2, 5:] = 0  # right padding
+    ids[3, :] = 0  # nothing but padding
     out = model(ids)
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
-    assert tuple(out.shape) == (3, 8, VOCAB)
+    assert tuple(out.shape) == (BATCH, LENGTH, VOCAB)
     assert np.all(np.isfinite(ops.convert_to_numpy(ops.cast(out, "float32"))))
