@@ -194,18 +194,17 @@ def test_output_matches_numpy(mode, masked):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-def test_reference_is_sensitive_to_the_mode(mode):
-    # Guards the reference itself: each mode's output differs from the others'.
+@pytest.mark.parametrize("mode", ["causal", "banded"])
+def test_modes_differ_with_the_same_weights(mode):
+    # The masks matter: with identical weights, causal and banded outputs differ
+    # from bidirectional ones, and banded (window 3) from causal.
     layer = _layer(mode)
-    query, memory = _inputs(mode)
-    got = _np(layer(query, **_call_kwargs(memory, None)))
-    if mode in ("causal", "banded"):
-        # Same weights, bidirectional reference: must differ (positions are masked).
-        full = MultiHeadAttention(num_heads=HEADS)
-        full.build((None, T_LEN, D_MODEL))
-        full.set_weights(layer.get_weights())
-        assert np.abs(got - _np(full(query))).max() > 1e-3
+    query, _ = _inputs(mode)
+    got = _np(layer(query))
+    full = MultiHeadAttention(num_heads=HEADS)
+    full.build((None, T_LEN, D_MODEL))
+    full.set_weights(layer.get_weights())
+    assert np.abs(got - _np(full(query))).max() > 1e-3
     if mode == "banded":
         causal = MultiHeadAttention(num_heads=HEADS, mode="causal")
         causal.build((None, T_LEN, D_MODEL))
@@ -357,8 +356,14 @@ def _empty_row_case(mode):
     return key_mask, empty
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("mode", list(MODES))
+# Every mode in float32; the half-precision dtypes on the causal (square,
+# structural + padding mask) and cross (T != S, padding mask) modes.
+EMPTY_ROW_CASES = [(mode, "float32") for mode in MODES] + [
+    (mode, dtype) for mode in ("causal", "cross") for dtype in ("float16", "bfloat16")
+]
+
+
+@pytest.mark.parametrize("mode, dtype", EMPTY_ROW_CASES)
 def test_empty_rows_give_exact_zeros(mode, dtype):
     query, memory = _inputs(mode)
     key_mask, empty = _empty_row_case(mode)
@@ -390,6 +395,8 @@ def test_empty_rows_give_exact_zeros(mode, dtype):
     tolerance = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 6e-2}[dtype]
     np.testing.assert_allclose(out, expected, rtol=tolerance, atol=tolerance)
 
+    if dtype != "float32":
+        return
     # The explicit (dropout) path gives the same exact empty rows.
     explicit_layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, dropout=1e-7, **MODES[mode])
     explicit_layer(query, **kwargs)
@@ -400,8 +407,10 @@ def test_empty_rows_give_exact_zeros(mode, dtype):
     np.testing.assert_allclose(explicit, expected, rtol=tolerance, atol=tolerance)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("mode", ["causal", "cross"])
+@pytest.mark.parametrize(
+    "mode, dtype",
+    [("causal", "float16"), ("causal", "bfloat16"), ("cross", "float32")],
+)
 def test_empty_rows_have_finite_gradients(mode, dtype):
     query, memory = _inputs(mode)
     key_mask, _ = _empty_row_case(mode)
@@ -505,12 +514,11 @@ def test_run_layer_test(mode):
     )
 
 
-@pytest.mark.parametrize("mode", ["bidirectional", "causal"])
-def test_run_layer_test_without_mask(mode):
-    query, _ = _inputs(mode)
+def test_run_layer_test_without_mask_or_bias():
+    query, _ = _inputs("causal")
     run_layer_test(
         MultiHeadAttention,
-        init_kwargs={"num_heads": 2, "mode": mode, "use_bias": False},
+        init_kwargs={"num_heads": HEADS, "mode": "causal", "use_bias": False},
         inputs={"query": query},
         expected_output_shape=(BATCH, T_LEN, D_MODEL),
         expected_num_params=4 * D_MODEL * D_MODEL,

@@ -42,8 +42,10 @@ TOO_BIG_TO_BUILD = ("gpt2_large", "gpt2_xl", "gpt3_175b")
 FAMILY = {"DecoderOnly": DecoderOnly, "EncoderDecoder": EncoderDecoder}
 
 
-def _release(model):
-    del model
+@pytest.fixture(autouse=True)
+def _free_memory():
+    """Big models are freed between builds: once a test's frame is gone, collect."""
+    yield
     keras.backend.clear_session()
     gc.collect()
 
@@ -102,15 +104,16 @@ def test_buildable_list_covers_the_paper_models_and_tiny_ones():
 def test_built_count_equals_config_count(name):
     overrides = {"vocab_size": 37000} if name == "transformer_base" else {}
     model = _family(name).from_preset(name, **overrides)
-    try:
-        assert isinstance(model, keras.Model)
-        built = model.count_params()
-        assert built == preset_config(name, **overrides).count_params()
-        assert built == model.config.count_params()
-        expected = PAPER_COUNTS.get(name, TINY_COUNTS.get(name))
-        assert built == expected, f"{name}: built {built}, expected {expected}"
-    finally:
-        _release(model)
+    is_model = isinstance(model, keras.Model)
+    built, own_config_count = model.count_params(), model.config.count_params()
+    del model  # before the next preset is built
+    keras.backend.clear_session()
+    gc.collect()
+    assert is_model
+    assert built == preset_config(name, **overrides).count_params()
+    assert built == own_config_count
+    expected = PAPER_COUNTS.get(name, TINY_COUNTS.get(name))
+    assert built == expected, f"{name}: built {built}, expected {expected}"
 
 
 # Toggle combinations the presets do not exercise, built small.
@@ -145,7 +148,6 @@ def test_overridden_variants_built_count_equals_config_count(name, overrides):
     if overrides.get("ln_position") == "pre" and name == "transformer_tiny":
         if "num_encoder_layers" not in overrides:
             assert config_count == base + 2 * 2 * 32  # a final LayerNorm per stack
-    _release(model)
 
 
 def test_unequal_depths_count_by_hand():
@@ -180,7 +182,7 @@ def test_paper_toggles_of_the_presets():
 
 
 def test_override_dropout_reaches_the_layers_and_behaviour():
-    ids = np.array([[5, 6, 7, 8, 9, 10]])
+    ids = np.random.default_rng(0).integers(1, 128, size=(8, 8)).astype("int32")
     off = DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
     assert off.config.dropout == 0.0
     assert off.get_config()["dropout"] == 0.0
@@ -199,15 +201,14 @@ def test_override_dropout_reaches_the_layers_and_behaviour():
 
 def test_overrides_apply_to_encoder_decoder_presets():
     model = EncoderDecoder.from_preset(
-        "transformer_tiny", vocab_size=64, activation="gelu", pad_id=3
+        "transformer_tiny", vocab_size=64, activation="gelu", pad_id=3, max_length=16
     )
-    assert (model.config.vocab_size, model.config.activation, model.config.pad_id) == (
-        64,
-        "gelu",
-        3,
-    )
-    out = model({"source": np.array([[4, 5, 6]]), "target": np.array([[7, 8]])})
-    assert tuple(out.shape) == (1, 2, 64)
+    config = model.config
+    assert (config.vocab_size, config.activation, config.pad_id) == (64, "gelu", 3)
+    assert model.get_config()["vocab_size"] == 64
+    assert model.token_embedding.embeddings.shape == (64, 32)
+    assert all(b.activation == "gelu" for b in model.encoder_blocks + model.decoder_blocks)
+    assert model.count_params() == TINY_COUNTS["transformer_tiny"] - 64 * 32
     # The preset itself is untouched by an override.
     assert EncoderDecoder.from_preset("transformer_tiny").config.vocab_size == 128
 
