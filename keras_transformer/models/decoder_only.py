@@ -5,6 +5,7 @@ import keras
 from keras_transformer import masks
 from keras_transformer import validation
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.training.recipes import gpt_recipe
 from keras_transformer.models.transformer_model import TransformerModel
 from keras_transformer.models.transformer_model import constructor_arguments
 
@@ -93,6 +94,9 @@ class DecoderOnly(TransformerModel):
 
     def kernel_initializer(self):
         return keras.initializers.RandomNormal(stddev=0.02)  # GPT-2's init
+
+    def training_recipe(self):
+        return gpt_recipe(self.config)
 
     def build(self, ids_shape):
         self._build_shared()

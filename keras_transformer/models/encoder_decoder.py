@@ -5,6 +5,7 @@ import keras
 from keras_transformer import masks
 from keras_transformer import validation
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.training.recipes import paper_recipe
 from keras_transformer.models.transformer_model import TransformerModel
 from keras_transformer.models.transformer_model import constructor_arguments
 
@@ -110,6 +111,9 @@ class EncoderDecoder(TransformerModel):
     def embedding_initializer(self):
         # Unit variance after the sqrt(d_model) scaling (tensor2tensor, fairseq).
         return keras.initializers.RandomNormal(stddev=self.config.d_model**-0.5)
+
+    def training_recipe(self):
+        return paper_recipe(self.config)
 
     def build(self, inputs_shape):
         self._build_shared()

@@ -20,6 +20,10 @@ def constructor_arguments(local_variables):
     }
 
 
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
 class TransformerModel(keras.Model):
     """Base of `EncoderDecoder` and `DecoderOnly`; not used directly.
 
@@ -135,6 +139,32 @@ class TransformerModel(keras.Model):
         if self.config.tie_embeddings:
             return self.token_embedding.project(hidden)
         return self.output_projection(hidden)
+
+    # --- training defaults ---------------------------------------------------
+    def training_recipe(self):
+        """This family's `compile` arguments (optimizer, loss, metrics)."""
+        raise NotImplementedError
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile`, where `"auto"` takes this family's training recipe.
+
+        `EncoderDecoder` uses the 2017 paper's recipe
+        (`keras_transformer.training.paper_recipe`), `DecoderOnly` GPT's
+        (`gpt_recipe`). Pass any argument to override that part alone.
+        """
+        recipe = self.training_recipe()
+        super().compile(
+            optimizer=recipe["optimizer"] if _is_auto(optimizer) else optimizer,
+            loss=recipe["loss"] if _is_auto(loss) else loss,
+            metrics=recipe["metrics"] if _is_auto(metrics) else metrics,
+            **kwargs,
+        )
+
+    def compile_from_config(self, config):
+        # Restores the compiled state of a saved model through our compile().
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     # --- presets and serialization -------------------------------------------
     @classmethod
