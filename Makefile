@@ -4,9 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
+SLOW_BACKEND ?= jax
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: install test demo clean
+.PHONY: install test test-all demo clean
 
 install: $(STAMP)
 
@@ -19,10 +20,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[tensorflow,jax,torch,test]"
 	touch $(STAMP)
 
-# One pytest run per backend; fails if any backend fails.
+# One pytest run per backend; fails if any backend fails. Tests marked slow
+# (multi-minute convergence runs) run on $(SLOW_BACKEND) only; test-all runs them everywhere.
 test: $(STAMP)
 	@status=0; for backend in $(BACKENDS); do \
-		echo "=== KERAS_BACKEND=$$backend"; \
+		if [ "$$backend" = "$(SLOW_BACKEND)" ]; then marks=""; else marks="not slow"; fi; \
+		echo "=== KERAS_BACKEND=$$backend $${marks:+(-m '$$marks')}"; \
+		KERAS_BACKEND=$$backend $(PY) -m pytest -q -m "$$marks" || status=1; \
+	done; exit $$status
+
+test-all: $(STAMP)
+	@status=0; for backend in $(BACKENDS); do \
+		echo "=== KERAS_BACKEND=$$backend (all tests)"; \
 		KERAS_BACKEND=$$backend $(PY) -m pytest -q || status=1; \
 	done; exit $$status
 
