@@ -9,10 +9,15 @@ FORMS = ("uniform", "fairseq")
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def token_nll(labels, log_probs):
-    """`-log p(label)` per position: `(B, T)` from int labels and `(B, T, V)` log-probs."""
-    picked = ops.take_along_axis(log_probs, ops.cast(labels, "int32")[..., None], axis=-1)
-    return -ops.squeeze(picked, axis=-1)
+def token_nll(labels, logits, lse=None):
+    """`-log p(label)` per position `(B, T)` from int labels and logits `(B, T, V)`.
+
+    `lse` is `logsumexp(logits, -1)` when the caller has it already.
+    """
+    if lse is None:
+        lse = ops.logsumexp(logits, axis=-1)
+    picked = ops.take_along_axis(logits, ops.cast(labels, "int32")[..., None], axis=-1)
+    return lse - ops.squeeze(picked, axis=-1)
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -61,16 +66,24 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
         self.reduction = validation.check_choice("reduction", reduction, REDUCTIONS)
 
     def call(self, y_true, y_pred):
-        """Per-token smoothed loss `(batch, T)`, float32, padding not yet zeroed."""
-        log_probs = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)  # (B, T, V)
-        nll = token_nll(y_true, log_probs)  # (B, T)
+        """Per-token smoothed loss `(batch, T)`, float32, padding not yet zeroed.
+
+        Written with `logsumexp` so that no `(batch, T, vocab)` log-probability
+        tensor is kept: `-log p_v = lse - logit_v`, hence
+        `mean_v(-log p_v) = lse - mean_v(logit_v)`.
+        """
+        logits = ops.cast(y_pred, "float32")  # (B, T, V)
+        lse = ops.logsumexp(logits, axis=-1)  # (B, T)
+        nll = token_nll(y_true, logits, lse)  # (B, T)
         eps = self.label_smoothing
         if eps == 0:
             return nll
+        vocab = ops.shape(logits)[-1]
         if self.form == "uniform":
-            return (1.0 - eps) * nll + eps * -ops.mean(log_probs, axis=-1)
-        eps_other = eps / (ops.shape(log_probs)[-1] - 1)
-        return (1.0 - eps - eps_other) * nll + eps_other * -ops.sum(log_probs, axis=-1)
+            return (1.0 - eps) * nll + eps * (lse - ops.mean(logits, axis=-1))
+        eps_other = eps / (vocab - 1)
+        smooth = ops.cast(vocab, "float32") * lse - ops.sum(logits, axis=-1)
+        return (1.0 - eps - eps_other) * nll + eps_other * smooth
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         per_token = self.call(y_true, y_pred)  # (B, T)

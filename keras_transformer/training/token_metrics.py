@@ -85,7 +85,7 @@ class Perplexity(_MaskedTokenMean):
         super().__init__(pad_id=pad_id, name=name, dtype=dtype)
 
     def per_token(self, labels, logits):
-        return token_nll(labels, ops.log_softmax(logits, axis=-1))
+        return token_nll(labels, logits)
 
     def result(self):
         return ops.exp(self.mean())

@@ -101,22 +101,21 @@ def test_position_wise():
 
 def test_weight_shapes():
     layer = FeedForward(d_ff=32)
-    layer.build((None, None, 8))
+    layer.build((None, None, 16))
     shapes = {w.path.split("/", 1)[1]: tuple(w.shape) for w in layer.weights}
     assert shapes == {
-        "inner/kernel": (8, 32),
+        "inner/kernel": (16, 32),
         "inner/bias": (32,),
-        "outer/kernel": (32, 8),
-        "outer/bias": (8,),
+        "outer/kernel": (32, 16),
+        "outer/bias": (16,),
     }
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu"])
-def test_run_layer_test(activation):
+def test_run_layer_test():
     d_model, d_ff = 16, 32
     run_layer_test(
         FeedForward,
-        init_kwargs={"d_ff": d_ff, "activation": activation},
+        init_kwargs={"d_ff": d_ff, "activation": "gelu"},
         inputs={"inputs": np.random.default_rng(0).normal(size=(2, 7, d_model)).astype("float32")},
         expected_output_shape=(2, 7, d_model),
         expected_num_params=d_model * d_ff + d_ff + d_ff * d_model + d_model,

@@ -1,6 +1,5 @@
 """TransformerBlock: post-LN vs pre-LN, cross-attention, masks, weights."""
 
-import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -28,6 +27,8 @@ def _memory(seed=1):
 
 
 def _block(ln_position="post", cross_attention=False, randomize=False, seed=0, **kwargs):
+    if randomize:  # overwritten below; skips the (slow on JAX) random init
+        kwargs.setdefault("kernel_initializer", "zeros")
     block = TransformerBlock(
         num_heads=HEADS,
         d_ff=D_FF,
@@ -65,6 +66,10 @@ def _layer_norm(norm, x):
 
 def test_post_ln_output_is_normalized_at_init():
     block = _block("post")
+    for norm in (block.self_attention_norm, block.feed_forward_norm):
+        assert norm.epsilon == EPSILON
+        np.testing.assert_array_equal(_np(norm.gamma), 1.0)
+        np.testing.assert_array_equal(_np(norm.beta), 0.0)
     out = _np(block(_x()))
     np.testing.assert_allclose(out.mean(-1), 0.0, atol=1e-5)
     np.testing.assert_allclose(out.var(-1), 1.0, atol=1e-3)
@@ -103,10 +108,6 @@ def test_pre_and_post_have_the_same_weights(cross_attention):
     assert post_config.pop("ln_position") == "post"
     assert pre_config.pop("ln_position") == "pre"
     assert post_config == pre_config
-
-
-def _set_same_weights(source, target):
-    target.set_weights(source.get_weights())
 
 
 @pytest.mark.parametrize("self_attention", ["bidirectional", "causal"])
@@ -348,13 +349,13 @@ def test_bad_arguments_raise(kwargs, name):
 
 
 def test_cross_attention_block_needs_memory():
-    block = TransformerBlock(num_heads=2, d_ff=8, cross_attention=True)
+    block = TransformerBlock(num_heads=HEADS, d_ff=D_FF, cross_attention=True)
     with pytest.raises(ValueError, match="memory"):
         block(_x())
 
 
 def test_memory_without_cross_attention_raises():
-    block = TransformerBlock(num_heads=2, d_ff=8)
+    block = TransformerBlock(num_heads=HEADS, d_ff=D_FF)
     with pytest.raises(ValueError, match="memory"):
         block(_x(), memory=_memory())
 
