@@ -9,15 +9,40 @@ FORMS = ("uniform", "fairseq")
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def token_nll(labels, logits, lse=None):
-    """`-log p(label)` per position `(B, T)` from int labels and logits `(B, T, V)`.
+def token_nll(labels, logits):
+    """`-log p(label)` per position `(B, T)` from int labels and logits `(B, T, V)`."""
+    return smoothed_token_loss(labels, logits, on_label=1.0, per_class=0.0)
 
-    `lse` is `logsumexp(logits, -1)` when the caller has it already.
+
+def smoothed_token_loss(labels, logits, on_label, per_class):
+    """`lse - on_label * logit[label] - per_class * sum_v logit_v` per position, `(B, T)`.
+
+    This is the cross-entropy against the target that puts `on_label +
+    per_class` on the label and `per_class` on every other class (its mass
+    sums to 1). Its gradient `softmax - on_label * [v == label] - per_class`
+    is written by hand, so backpropagation keeps one `(B, T, V)` tensor (the
+    softmax) and never a one-hot or a log-probability tensor.
     """
-    if lse is None:
-        lse = ops.logsumexp(logits, axis=-1)
-    picked = ops.take_along_axis(logits, ops.cast(labels, "int32")[..., None], axis=-1)
-    return lse - ops.squeeze(picked, axis=-1)
+    labels = ops.cast(labels, "int32")[..., None]  # (B, T, 1)
+
+    @ops.custom_gradient
+    def loss(x):
+        lse = ops.logsumexp(x, axis=-1)  # (B, T)
+        picked = ops.squeeze(ops.take_along_axis(x, labels, axis=-1), axis=-1)
+        value = lse - on_label * picked
+        if per_class:
+            value = value - per_class * ops.sum(x, axis=-1)
+
+        def grad(*args, upstream=None):
+            upstream = args[0] if upstream is None else upstream  # (B, T)
+            probs = ops.exp(x - lse[..., None])  # (B, T, V)
+            is_label = ops.equal(ops.arange(ops.shape(x)[-1], dtype="int32"), labels)
+            probs = ops.where(is_label, probs - (on_label + per_class), probs - per_class)
+            return probs * upstream[..., None]
+
+        return value, grad
+
+    return loss(logits)
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -68,22 +93,19 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         """Per-token smoothed loss `(batch, T)`, float32, padding not yet zeroed.
 
-        Written with `logsumexp` so that no `(batch, T, vocab)` log-probability
-        tensor is kept: `-log p_v = lse - logit_v`, hence
-        `mean_v(-log p_v) = lse - mean_v(logit_v)`.
+        Both forms are `lse - on_label * logit[label] - per_class * sum_v logit_v`
+        (see `smoothed_token_loss`): uniform puts `per_class = eps / V` on every
+        class, fairseq `eps / (V - 1)` on the others only.
         """
         logits = ops.cast(y_pred, "float32")  # (B, T, V)
-        lse = ops.logsumexp(logits, axis=-1)  # (B, T)
-        nll = token_nll(y_true, logits, lse)  # (B, T)
         eps = self.label_smoothing
-        if eps == 0:
-            return nll
-        vocab = ops.shape(logits)[-1]
         if self.form == "uniform":
-            return (1.0 - eps) * nll + eps * (lse - ops.mean(logits, axis=-1))
-        eps_other = eps / (vocab - 1)
-        smooth = ops.cast(vocab, "float32") * lse - ops.sum(logits, axis=-1)
-        return (1.0 - eps - eps_other) * nll + eps_other * smooth
+            per_class = eps / ops.shape(logits)[-1]
+            on_label = 1.0 - eps
+        else:
+            per_class = eps / (ops.shape(logits)[-1] - 1)
+            on_label = 1.0 - eps - per_class
+        return smoothed_token_loss(y_true, logits, on_label, per_class)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         per_token = self.call(y_true, y_pred)  # (B, T)

@@ -91,3 +91,42 @@ def test_config_round_trip_and_bad_arguments():
         LabelSmoothedCrossEntropy(0.1, form="t2t")
     with pytest.raises(ValueError, match="reduction"):
         LabelSmoothedCrossEntropy(0.1, reduction="avg")
+
+
+def _gradient(loss_fn, labels, logits):
+    """d loss / d logits on the current backend."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(lambda x: loss_fn(labels, x))(logits))
+    if backend == "torch":
+        import torch
+
+        x = torch.tensor(logits, requires_grad=True)
+        loss_fn(labels, x).backward()
+        return x.grad.numpy()
+    import tensorflow as tf
+
+    x = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = loss_fn(labels, x)
+    return tape.gradient(value, x).numpy()
+
+
+@pytest.mark.parametrize("form", ["uniform", "fairseq"])
+def test_gradient_is_softmax_minus_smoothed_target(form, rng):
+    eps, vocab = 0.1, 9
+    logits = rng.normal(size=(2, 4, vocab)).astype("float32")
+    labels = np.array([[1, 2, 3, 0], [4, 0, 0, 0]])
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    one_hot = np.eye(vocab)[labels]
+    if form == "uniform":
+        target = (1 - eps) * one_hot + eps / vocab
+    else:
+        target = (1 - eps) * one_hot + eps / (vocab - 1) * (1 - one_hot)
+    real = (labels != 0)[..., None]
+    expected = (probs - target) * real / real.sum()
+    loss = LabelSmoothedCrossEntropy(eps, pad_id=0, form=form)
+    np.testing.assert_allclose(_gradient(loss, labels, logits), expected, atol=1e-6)
