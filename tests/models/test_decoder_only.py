@@ -4,9 +4,6 @@ Most tests feed ids of one shape, (BATCH, LENGTH), so that JAX's op-by-op
 eager mode compiles each primitive once for the whole file.
 """
 
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -20,7 +17,6 @@ VOCAB = 128
 BATCH, LENGTH, LONG = 8, 8, 12
 # gpt2_tiny's sizes, so that its preset and these models share JAX's compiled ops.
 TINY = dict(vocab_size=VOCAB, num_layers=2, d_model=32, num_heads=4, d_ff=128, max_length=64)
-BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def tiny(**overrides):
@@ -220,55 +216,11 @@ def test_mixed_precision_policy_survives_saving(tmp_path, rng):
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
 
 
-_LOAD_SCRIPT = """
-import sys
-import numpy as np
-import keras
-from keras import ops
-import keras_transformer  # registers the classes; no custom_objects below
-assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
-model = keras.saving.load_model(sys.argv[2])
-ids = np.load(sys.argv[3])
-expected = np.load(sys.argv[4])
-got = ops.convert_to_numpy(model(ids))
-np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
-print("loaded-and-matched", type(model).__name__)
-"""
-
-
-def test_model_saved_here_loads_under_the_other_backends(tmp_path, rng):
+def test_model_saved_here_loads_under_the_other_backends(assert_loads_under_other_backends, rng):
     model = DecoderOnly.from_preset("gpt3_tiny", dropout=0.0)  # dense and banded layers
     ids = real_ids(rng)
     ids[1, 5:] = 0
-    expected = logits(model, ids)
-    model.save(str(tmp_path / "model.keras"))
-    np.save(tmp_path / "ids.npy", ids)
-    np.save(tmp_path / "expected.npy", expected)
-    here = keras.backend.backend()
-    others = [b for b in BACKENDS if b != here]
-    assert len(others) == 2
-    running = {
-        backend: subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _LOAD_SCRIPT,
-                backend,
-                str(tmp_path / "model.keras"),
-                str(tmp_path / "ids.npy"),
-                str(tmp_path / "expected.npy"),
-            ],
-            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for backend in others  # both at once: most of their time is importing
-    }
-    for backend, process in running.items():
-        stdout, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, f"{here} -> {backend}:\n{stderr[-3000:]}"
-        assert "loaded-and-matched DecoderOnly" in stdout
+    assert_loads_under_other_backends(model, ids)
 
 
 # --- bad arguments --------------------------------------------------------------

@@ -6,9 +6,6 @@ shape, so that JAX's op-by-op eager mode compiles each primitive once. The
 lengths differ so that cross-attention's score matrix is not square.
 """
 
-import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -23,7 +20,6 @@ VOCAB = 128
 BATCH, SOURCE, TARGET, EXTRA = 8, 7, 8, 4
 # transformer_tiny's sizes, so that its preset and these models share JAX's compiled ops.
 TINY = dict(vocab_size=VOCAB, num_layers=2, d_model=32, num_heads=4, d_ff=64, max_length=64)
-BACKENDS = ("tensorflow", "jax", "torch")
 
 CONFIGS = [
     pytest.param(dict(ln_position=ln, position=position), id=f"{ln}-{position}")
@@ -241,56 +237,10 @@ def test_mixed_precision_policy_survives_saving(tmp_path, rng):
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
 
 
-_LOAD_SCRIPT = """
-import sys
-import numpy as np
-import keras
-from keras import ops
-import keras_transformer  # registers the classes; no custom_objects below
-assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
-model = keras.saving.load_model(sys.argv[2])
-inputs = {"source": np.load(sys.argv[3]), "target": np.load(sys.argv[4])}
-expected = np.load(sys.argv[5])
-got = ops.convert_to_numpy(model(inputs))
-np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
-print("loaded-and-matched", type(model).__name__)
-"""
-
-
-def test_model_saved_here_loads_under_the_other_backends(tmp_path, rng):
+def test_model_saved_here_loads_under_the_other_backends(assert_loads_under_other_backends, rng):
     model = EncoderDecoder.from_preset("transformer_tiny", dropout=0.0)
     source, target = _padded_batch(rng, 0)
-    expected = logits(model, source, target)
-    model.save(str(tmp_path / "model.keras"))
-    np.save(tmp_path / "source.npy", source)
-    np.save(tmp_path / "target.npy", target)
-    np.save(tmp_path / "expected.npy", expected)
-    here = keras.backend.backend()
-    others = [b for b in BACKENDS if b != here]
-    assert len(others) == 2
-    running = {
-        backend: subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _LOAD_SCRIPT,
-                backend,
-                str(tmp_path / "model.keras"),
-                str(tmp_path / "source.npy"),
-                str(tmp_path / "target.npy"),
-                str(tmp_path / "expected.npy"),
-            ],
-            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", OMP_NUM_THREADS="1"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for backend in others  # both at once: most of their time is importing
-    }
-    for backend, process in running.items():
-        stdout, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, f"{here} -> {backend}:\n{stderr[-3000:]}"
-        assert "loaded-and-matched EncoderDecoder" in stdout
+    assert_loads_under_other_backends(model, {"source": source, "target": target})
 
 
 # --- bad arguments --------------------------------------------------------------
