@@ -11,10 +11,15 @@ Masks are boolean and `True` means "real" / "may attend":
     * an attention mask is `(B or 1, T, S)`: `True` where query t may read key s.
       Layers broadcast it over heads as `(B or 1, 1, T, S)`.
 
-Positions: queries are aligned to the *end* of the keys. With T queries and
-S >= T keys (a cached decoding step, say) query t sits at absolute position
-`S - T + t`. This is what makes one causal or banded mask serve both the full
-pass and the cached step.
+Positions: by default queries are aligned to the *end* of the keys: with T
+queries and S >= T keys, query t sits at absolute position `S - T + t`. A
+cached decoding step instead gives the queries' first position explicitly
+(`offset`, the cache index): the cache has room for S keys, only those at
+positions <= the query's are filled, and the causal mask alone hides the rest.
+One causal or banded mask thus serves the full pass and the cached step.
+
+Key/value caches (cached decoding) are `(B, 2, S, H, d_head)`: keys then
+values, one slot per absolute position.
 
 Every function here takes and returns `keras.ops` tensors and composes with
 `merge_masks`, in the manner of Flax's WMT example.
@@ -44,15 +49,19 @@ def padding_mask(ids, pad_id=0):
     return ops.not_equal(ids, pad_id)
 
 
-def _positions(query_length, key_length):
+def _positions(query_length, key_length, offset=None):
     """Absolute (query, key) positions as `(T, 1)` and `(1, S)` int tensors."""
-    q = ops.arange(query_length, dtype="int32") + (key_length - query_length)
+    if offset is None:
+        offset = key_length - query_length
+    q = ops.arange(query_length, dtype="int32") + ops.cast(offset, "int32")
     k = ops.arange(key_length, dtype="int32")
     return q[:, None], k[None, :]
 
 
-def causal_mask(query_length, key_length=None):
+def causal_mask(query_length, key_length=None, offset=None):
     """Causal mask `(1, T, S)`: query at position p sees keys at positions <= p.
+
+    `offset` is the first query's absolute position (default `S - T`).
 
     Example:
     >>> from keras import ops
@@ -62,11 +71,11 @@ def causal_mask(query_length, key_length=None):
            [1, 1, 1]])
     """
     key_length = query_length if key_length is None else key_length
-    q, k = _positions(query_length, key_length)
+    q, k = _positions(query_length, key_length, offset)
     return ops.expand_dims(ops.less_equal(k, q), 0)
 
 
-def banded_mask(query_length, key_length=None, window=1):
+def banded_mask(query_length, key_length=None, window=1, offset=None):
     """Locally banded causal mask `(1, T, S)` (GPT-3's sparse layers).
 
     Query at position p sees keys at positions p - window < s <= p: itself and
@@ -81,7 +90,7 @@ def banded_mask(query_length, key_length=None, window=1):
            [0, 0, 1, 1]])
     """
     key_length = query_length if key_length is None else key_length
-    q, k = _positions(query_length, key_length)
+    q, k = _positions(query_length, key_length, offset)
     allowed = ops.logical_and(ops.less_equal(k, q), ops.greater(k, q - window))
     return ops.expand_dims(allowed, 0)
 

@@ -46,11 +46,18 @@ class MultiHeadAttention(keras.layers.Layer):
         memory: `(batch, S, d_model)` encoder output, for `mode="cross"` only.
         key_mask: bool `(batch, S)` key padding mask (`True` = real token),
             over `query` itself for self-attention, over `memory` for cross.
+        cache: for cached decoding, a key/value cache `(batch, 2, S, heads,
+            d_head)`. Self-attention writes the keys and values of `query`
+            into it at `cache_index` and attends to positions <= its own;
+            cross-attention uses it instead of projecting `memory` again
+            (`key_value_cache(memory)` makes it).
+        cache_index: absolute position of `query`'s first row (with `cache`).
         training: whether dropout is active.
 
     Returns:
-        `(batch, T, d_model)`. `attention_probabilities(...)` takes the same
-        arguments and returns the probabilities `(batch, heads, T, S)`.
+        `(batch, T, d_model)`, or `(output, updated cache)` when `cache` is
+        given. `attention_probabilities(query, memory, key_mask)` returns
+        the probabilities `(batch, heads, T, S)`.
 
     Example:
     >>> import numpy as np
@@ -122,27 +129,50 @@ class MultiHeadAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, parts, self.num_heads, self.d_head))
         return [x[:, :, i] for i in range(parts)]
 
-    def _project(self, query, memory):
+    def _project(self, query, memory, cache=None, cache_index=None):
+        """Q, K, V `(batch, L, heads, d_head)` and the updated cache (or None).
+
+        Self-attention writes this call's keys and values into `cache` at
+        `cache_index` and attends over the whole cache; cross-attention reads
+        its keys and values from `cache` (see `key_value_cache`) when given.
+        """
         if self.mode == "cross":
+            (q,) = self._split_heads(self.query_projection(query), 1)
+            if cache is not None:
+                return q, cache[:, 0], cache[:, 1], cache
             if memory is None:
                 raise ValueError("mode='cross' needs `memory` (the encoder output).")
-            (q,) = self._split_heads(self.query_projection(query), 1)
             k, v = self._split_heads(self.key_value_projection(memory), 2)
-        else:
-            if memory is not None:
-                raise ValueError(
-                    f"`memory` is only used with mode='cross'; this layer's mode is "
-                    f"{self.mode!r}."
-                )
-            q, k, v = self._split_heads(self.qkv_projection(query), 3)
-        return q, k, v  # each (batch, L, heads, d_head)
+            return q, k, v, None
+        if memory is not None:
+            raise ValueError(
+                f"`memory` is only used with mode='cross'; this layer's mode is "
+                f"{self.mode!r}."
+            )
+        q, k, v = self._split_heads(self.qkv_projection(query), 3)
+        if cache is None:
+            return q, k, v, None
+        start = (0, cache_index, 0, 0)
+        k = ops.slice_update(cache[:, 0], start, ops.cast(k, cache.dtype))  # (B, S, H, d)
+        v = ops.slice_update(cache[:, 1], start, ops.cast(v, cache.dtype))
+        return q, k, v, ops.stack([k, v], axis=1)
 
-    def _mask(self, query_length, key_length, key_mask):
+    def key_value_cache(self, memory):
+        """Cross-attention keys and values of `memory`, `(batch, 2, S, heads, d_head)`.
+
+        Computed once per source for decoding, then passed as `cache`.
+        """
+        if self.mode != "cross":
+            raise ValueError("key_value_cache is for mode='cross' layers.")
+        k, v = self._split_heads(self.key_value_projection(memory), 2)
+        return ops.stack([k, v], axis=1)
+
+    def _mask(self, query_length, key_length, key_mask, offset=None):
         """Attention mask `(batch or 1, T, S)` for this mode, or None."""
         if self.mode == "causal":
-            structure = masks.causal_mask(query_length, key_length)
+            structure = masks.causal_mask(query_length, key_length, offset)
         elif self.mode == "banded":
-            structure = masks.banded_mask(query_length, key_length, self.window)
+            structure = masks.banded_mask(query_length, key_length, self.window, offset)
         else:
             structure = None
         return masks.merge_masks(structure, masks.key_mask_to_attention_mask(key_mask))
@@ -175,21 +205,28 @@ class MultiHeadAttention(keras.layers.Layer):
         out = ops.dot_product_attention(q, k, v, mask=mask)
         return out * ops.cast(ops.transpose(row_has_keys, (0, 2, 1, 3)), out.dtype)
 
-    def call(self, query, memory=None, key_mask=None, training=None):
-        q, k, v = self._project(query, memory)
-        mask = self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask)
+    def call(
+        self, query, memory=None, key_mask=None, cache=None, cache_index=None, training=None
+    ):
+        q, k, v, cache = self._project(query, memory, cache, cache_index)
+        offset = cache_index if cache is not None and self.mode != "cross" else None
+        mask = self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask, offset)
         out = self._attend(q, k, v, mask, training)  # (batch, T, heads, d_head)
         batch, length = ops.shape(query)[0], ops.shape(query)[1]
-        return self.output_projection(ops.reshape(out, (batch, length, self.d_model)))
+        out = self.output_projection(ops.reshape(out, (batch, length, self.d_model)))
+        return out if cache is None else (out, cache)
 
     def attention_probabilities(self, query, memory=None, key_mask=None):
         """Attention probabilities `(batch, heads, T, S)` (float32), no dropout."""
-        q, k, _ = self._project(query, memory)
+        q, k, _, _ = self._project(query, memory)
         return self._probabilities(
             q, k, self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask)
         )
 
-    def compute_output_shape(self, query_shape, memory_shape=None, key_mask_shape=None):
+    def compute_output_shape(self, query_shape, memory_shape=None, key_mask_shape=None,
+                             cache_shape=None, cache_index_shape=None):
+        if cache_shape is not None:
+            return query_shape, cache_shape
         return query_shape
 
     def get_config(self):

@@ -1,6 +1,7 @@
 """One Transformer layer: self-attention, optional cross-attention, feed-forward."""
 
 import keras
+from keras import ops
 
 from keras_transformer import validation
 from keras_transformer.layers.feed_forward import ACTIVATIONS
@@ -45,10 +46,15 @@ class TransformerBlock(keras.layers.Layer):
         padding_mask: bool `(batch, T)`, `True` for real positions of `x`.
         memory: `(batch, S, d_model)` encoder output (with `cross_attention`).
         memory_mask: bool `(batch, S)`, `True` for real positions of `memory`.
+        cache: for cached decoding, `empty_cache(...)`'s dict of key/value
+            caches; `memory` may then be omitted (its keys and values are in
+            the cache).
+        cache_index: absolute position of `x`'s first row (with `cache`).
         training: whether dropout is active.
 
     Returns:
-        `(batch, T, d_model)`.
+        `(batch, T, d_model)`, or `(output, updated cache)` when `cache` is
+        given.
 
     Example:
     >>> import numpy as np
@@ -145,32 +151,69 @@ class TransformerBlock(keras.layers.Layer):
             return x + self.residual_dropout(sublayer(norm(x)), training=training)
         return norm(x + self.residual_dropout(sublayer(x), training=training))
 
-    def call(self, x, padding_mask=None, memory=None, memory_mask=None, training=None):
-        if self.has_cross_attention and memory is None:
+    def call(
+        self,
+        x,
+        padding_mask=None,
+        memory=None,
+        memory_mask=None,
+        cache=None,
+        cache_index=None,
+        training=None,
+    ):
+        cached_memory = cache is not None and "cross" in cache
+        if self.has_cross_attention and memory is None and not cached_memory:
             raise ValueError("This block has cross_attention=True and needs `memory`.")
         if not self.has_cross_attention and memory is not None:
             raise ValueError(
                 "`memory` was given to a block built with cross_attention=False."
             )
+        updated = {}
+
+        def attend(layer, key, h, **kwargs):
+            """One attention sub-layer; with a cache, keeps its updated cache."""
+            if cache is None:
+                return layer(h, training=training, **kwargs)
+            out, updated[key] = layer(
+                h, cache=cache[key], cache_index=cache_index, training=training, **kwargs
+            )
+            return out
+
         x = self._residual(
             x,
             self.self_attention_norm,
-            lambda h: self.self_attention(h, key_mask=padding_mask, training=training),
+            lambda h: attend(self.self_attention, "self", h, key_mask=padding_mask),
             training,
         )
         if self.has_cross_attention:
             x = self._residual(
                 x,
                 self.cross_attention_norm,
-                lambda h: self.cross_attention(
-                    h, memory=memory, key_mask=memory_mask, training=training
+                lambda h: attend(
+                    self.cross_attention, "cross", h,
+                    memory=None if cached_memory else memory, key_mask=memory_mask,
                 ),
                 training,
             )
-        return self._residual(x, self.feed_forward_norm, self.feed_forward, training)
+        x = self._residual(x, self.feed_forward_norm, self.feed_forward, training)
+        return x if cache is None else (x, updated)
+
+    def empty_cache(self, batch_size, max_length, memory=None):
+        """Zero key/value cache for decoding up to `max_length` positions.
+
+        A dict with `"self"`: `(batch, 2, max_length, heads, d_head)` zeros, and
+        for cross-attention blocks `"cross"`: the keys and values of `memory`.
+        """
+        heads = self.self_attention.num_heads
+        shape = (batch_size, 2, max_length, heads, self.self_attention.d_head)
+        cache = {"self": ops.zeros(shape, dtype=self.compute_dtype)}
+        if self.has_cross_attention:
+            cache["cross"] = self.cross_attention.key_value_cache(memory)
+        return cache
 
     def compute_output_shape(self, x_shape, *args, **kwargs):
-        return x_shape
+        cache_shape = kwargs.get("cache_shape")
+        return x_shape if cache_shape is None else (x_shape, cache_shape)
 
     def get_config(self):
         config = super().get_config()

@@ -104,10 +104,41 @@ class DecoderOnly(TransformerModel):
         self.built = True
 
     def call(self, ids, training=None):
-        hidden = self.embed(ids, training=training)  # (batch, T, d_model)
-        padding = masks.padding_mask(ids, self.config.pad_id)  # (batch, T)
-        hidden = self.run_stack(self.blocks, self.final_norm, hidden, padding, training)
-        return self.logits(hidden)  # (batch, T, vocab)
+        return self._forward(ids, training=training)
+
+    def call_with_cache(self, ids, caches, cache_index):
+        """One cached decoding step: logits for `ids` at positions `cache_index..`.
+
+        Args:
+            ids: `(batch, T)` token ids at absolute positions
+                `cache_index .. cache_index + T - 1` (T = the prompt for the
+                first call, then 1).
+            caches: `empty_cache(...)`, or the caches the previous step returned.
+            cache_index: absolute position of `ids[:, 0]` (int or scalar tensor).
+
+        Returns:
+            `(logits (batch, T, vocab), updated caches)`. No padding mask is
+            applied: every cached position before the query is a real token.
+        """
+        return self._forward(ids, caches=caches, cache_index=cache_index)
+
+    def empty_cache(self, batch_size, max_length):
+        """Per-block zero key/value caches for decoding up to `max_length` positions."""
+        return [block.empty_cache(batch_size, max_length) for block in self.blocks]
+
+    def _forward(self, ids, caches=None, cache_index=None, training=None):
+        """The one forward pass, full (`caches=None`) or cached."""
+        start = 0 if caches is None else cache_index
+        hidden = self.embed(ids, start_index=start, training=training)  # (batch, T, d)
+        padding = None if caches is not None else masks.padding_mask(ids, self.config.pad_id)
+        out = self.run_stack(
+            self.blocks, self.final_norm, hidden, padding, training,
+            caches=caches, cache_index=cache_index,
+        )
+        if caches is None:
+            return self.logits(out)  # (batch, T, vocab)
+        hidden, caches = out
+        return self.logits(hidden), caches
 
     def compute_output_shape(self, ids_shape):
         return tuple(ids_shape) + (self.config.vocab_size,)

@@ -1,6 +1,7 @@
 """The 2017 Transformer: an encoder stack and a decoder stack with cross-attention."""
 
 import keras
+from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
@@ -130,24 +131,45 @@ class EncoderDecoder(TransformerModel):
             self.encoder_blocks, self.encoder_norm, hidden, padding, training
         )
 
-    def decode(self, target_ids, memory, memory_mask=None, training=None):
+    def decode(
+        self, target_ids, memory, memory_mask=None, caches=None, cache_index=None,
+        training=None,
+    ):
         """Logits `(batch, T, vocab)` for target ids given the encoder output.
 
         `memory_mask` is the source's key padding mask `(batch, S)`
         (`keras_transformer.masks.padding_mask(source_ids, pad_id)`).
+        For cached decoding pass `caches` (from `empty_cache(memory, ...)`,
+        which holds the cross-attention keys and values, so `memory` may be
+        None) and `cache_index`, the position of `target_ids[:, 0]`; the
+        result is then `(logits, updated caches)`.
         """
-        hidden = self.embed(target_ids, training=training)
-        padding = masks.padding_mask(target_ids, self.config.pad_id)  # (batch, T)
-        hidden = self.run_stack(
+        start = 0 if caches is None else cache_index
+        hidden = self.embed(target_ids, start_index=start, training=training)
+        padding = (
+            None if caches is not None else masks.padding_mask(target_ids, self.config.pad_id)
+        )
+        out = self.run_stack(
             self.decoder_blocks,
             self.decoder_norm,
             hidden,
             padding,
             training,
+            caches=caches,
+            cache_index=cache_index,
             memory=memory,
             memory_mask=memory_mask,
         )
-        return self.logits(hidden)
+        if caches is None:
+            return self.logits(out)
+        hidden, caches = out
+        return self.logits(hidden), caches
+
+    def empty_cache(self, memory, max_length):
+        """Decoder caches: zero self-attention caches of `max_length` positions
+        and each block's cross-attention keys/values of `memory`, computed once."""
+        batch = ops.shape(memory)[0]
+        return [block.empty_cache(batch, max_length, memory) for block in self.decoder_blocks]
 
     def call(self, inputs, training=None):
         source, target = _source_and_target(inputs)

@@ -128,11 +128,28 @@ class TransformerModel(keras.Model):
         return self.embedding_dropout(hidden, training=training)
 
     @staticmethod
-    def run_stack(blocks, final_norm, hidden, padding_mask, training=None, **memory):
-        """Runs `hidden` through `blocks` (and the pre-LN final norm)."""
-        for block in blocks:
-            hidden = block(hidden, padding_mask=padding_mask, training=training, **memory)
-        return hidden if final_norm is None else final_norm(hidden)
+    def run_stack(
+        blocks, final_norm, hidden, padding_mask, training=None, caches=None,
+        cache_index=None, **memory,
+    ):
+        """Runs `hidden` through `blocks` (and the pre-LN final norm).
+
+        With `caches` (one per block, for cached decoding) returns
+        `(hidden, updated caches)`; the blocks run the same code either way.
+        """
+        updated = []
+        for i, block in enumerate(blocks):
+            if caches is None:
+                hidden = block(hidden, padding_mask=padding_mask, training=training, **memory)
+            else:
+                hidden, cache = block(
+                    hidden, padding_mask=padding_mask, cache=caches[i],
+                    cache_index=cache_index, training=training, **memory,
+                )
+                updated.append(cache)
+        if final_norm is not None:
+            hidden = final_norm(hidden)
+        return hidden if caches is None else (hidden, updated)
 
     def logits(self, hidden):
         """Pre-softmax projection `(B, T, d_model)` -> `(B, T, vocab_size)`."""

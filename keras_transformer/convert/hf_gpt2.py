@@ -1,0 +1,408 @@
+"""Hugging Face GPT-2 checkpoints <-> `DecoderOnly`, both directions.
+
+Hugging Face's GPT-2 stores its projections as `Conv1D` layers whose weights
+are `(in, out)`: the transpose of a `torch.nn.Linear` weight, and exactly the
+layout of a Keras `Dense` kernel. So every GPT-2 matrix is copied as is; only
+an untied `lm_head` (a real `nn.Linear`, `(vocab, d)`) is transposed. GPT-2's
+fused `c_attn` is `[q | k | v]` along its output axis, each split into
+`(heads, d_head)`: our `qkv` layout. The full table is in docs/conversion.md.
+
+Padding: GPT-2 has no padding token. Hugging Face masks padding with an
+`attention_mask` argument; our `DecoderOnly` masks every key whose id is
+`pad_id`. Conversions default to `pad_id=None` (no id is padding), which is
+exact for right-padded batches (the causal mask already hides later pad
+positions from every real one); pass `pad_id` to mask an id you use only as
+padding (for left-padded batches).
+
+Neither torch nor transformers is imported: a state dict is any mapping of
+name -> array-like, torch tensors included, and files are read with
+`safetensors.numpy`.
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+
+from keras_transformer.convert import _common
+from keras_transformer.models.decoder_only import DecoderOnly
+
+# Hugging Face `activation_function` -> our `activation`. GPT-2's "gelu_new" is
+# the tanh approximation (our "gelu"); Hugging Face's "gelu" is the erf form.
+HF_TO_OURS_ACTIVATION = {
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu": "gelu_exact",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+}
+OURS_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "silu": "silu"}
+
+# Tensors some GPT-2 checkpoints carry that are not weights (causal-mask buffers).
+_BUFFERS = (r"(transformer\.)?h\.\d+\.attn\.bias", r"(transformer\.)?h\.\d+\.attn\.masked_bias")
+_WHAT = "Hugging Face GPT-2 checkpoint"
+
+
+def _name_table(model, prefix):
+    """(Hugging Face name, our variable, transpose?) for every weight of a GPT-2-shaped model."""
+    p = prefix
+    table = [
+        (f"{p}wte.weight", model.token_embedding.embeddings, False),
+        (f"{p}wpe.weight", model.position_embedding.table, False),
+    ]
+    for i, block in enumerate(model.blocks):
+        h = f"{p}h.{i}."
+        attention, feed_forward = block.self_attention, block.feed_forward
+        table += [
+            (h + "ln_1.weight", block.self_attention_norm.gamma, False),
+            (h + "ln_1.bias", block.self_attention_norm.beta, False),
+            (h + "attn.c_attn.weight", attention.qkv_projection.kernel, False),
+            (h + "attn.c_attn.bias", attention.qkv_projection.bias, False),
+            (h + "attn.c_proj.weight", attention.output_projection.kernel, False),
+            (h + "attn.c_proj.bias", attention.output_projection.bias, False),
+            (h + "ln_2.weight", block.feed_forward_norm.gamma, False),
+            (h + "ln_2.bias", block.feed_forward_norm.beta, False),
+            (h + "mlp.c_fc.weight", feed_forward.inner.kernel, False),
+            (h + "mlp.c_fc.bias", feed_forward.inner.bias, False),
+            (h + "mlp.c_proj.weight", feed_forward.outer.kernel, False),
+            (h + "mlp.c_proj.bias", feed_forward.outer.bias, False),
+        ]
+    table += [
+        (f"{p}ln_f.weight", model.final_norm.gamma, False),
+        (f"{p}ln_f.bias", model.final_norm.beta, False),
+    ]
+    if not model.config.tie_embeddings:
+        table.append(("lm_head.weight", model.output_projection.kernel, True))
+    return table
+
+
+# --- reading ------------------------------------------------------------------
+
+
+def _load_safetensors(path):
+    from safetensors.numpy import load_file  # lazy: an optional dependency
+
+    return load_file(path)
+
+
+def _read_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"Cannot read {what} {path!r}: {error}") from error
+
+
+def _load_directory(directory):
+    """State dict and config of a `save_pretrained` folder."""
+    single = os.path.join(directory, "model.safetensors")
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if os.path.isfile(single):
+        state = _load_safetensors(single)
+    elif os.path.isfile(index):
+        shards = sorted(set(_read_json(index, "safetensors index")["weight_map"].values()))
+        state = {}
+        for shard in shards:
+            state.update(_load_safetensors(os.path.join(directory, shard)))
+    else:
+        raise ValueError(
+            f"{directory!r} holds neither model.safetensors nor model.safetensors.index.json."
+        )
+    config_path = os.path.join(directory, "config.json")
+    config = _read_json(config_path, "config") if os.path.isfile(config_path) else None
+    return state, config
+
+
+def _resolve_source(source):
+    """(state mapping, config dict or None) from a path, a model object or a mapping."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            return _load_directory(path)
+        if not os.path.isfile(path):
+            raise ValueError(f"No such file or folder: {path!r}.")
+        if not path.endswith(".safetensors"):
+            raise ValueError(
+                f"Expected a .safetensors file or a save_pretrained folder; received {path!r}."
+            )
+        config_path = os.path.join(os.path.dirname(path), "config.json")
+        config = _read_json(config_path, "config") if os.path.isfile(config_path) else None
+        return _load_safetensors(path), config
+    config = getattr(source, "config", None)  # a transformers model object
+    state = _common.as_mapping(source, "`source`")
+    return state, (_config_dict(config) if config is not None else None)
+
+
+def _config_dict(config):
+    if config is None:
+        return None
+    if isinstance(config, (str, os.PathLike)):
+        return _read_json(os.fspath(config), "config")
+    if callable(getattr(config, "to_dict", None)):  # a transformers GPT2Config
+        return config.to_dict()
+    if isinstance(config, dict):
+        return dict(config)
+    raise ValueError(
+        "`config` must be a dict, a GPT2Config-like object with `to_dict()`, or a path "
+        f"to config.json; received {type(config).__name__}."
+    )
+
+
+def _check_config(config):
+    """Raises for GPT-2 options our DecoderOnly cannot express."""
+    if config.get("model_type", "gpt2") != "gpt2":
+        raise ValueError(f"Expected a GPT-2 config (model_type 'gpt2'); received {config['model_type']!r}.")
+    unsupported = {
+        "scale_attn_weights": (False, "unscaled attention scores"),
+        "scale_attn_by_inverse_layer_idx": (True, "scores scaled by 1 / (layer index + 1)"),
+        "add_cross_attention": (True, "cross-attention in a decoder-only model"),
+    }
+    for key, (bad, meaning) in unsupported.items():
+        if config.get(key, not bad) == bad:
+            raise ValueError(
+                f"GPT-2 config has {key}={bad} ({meaning}); DecoderOnly cannot express it."
+            )
+    activation = config.get("activation_function", "gelu_new")
+    if activation not in HF_TO_OURS_ACTIVATION:
+        raise ValueError(
+            f"GPT-2 config has activation_function={activation!r}; DecoderOnly supports "
+            f"{', '.join(repr(a) for a in HF_TO_OURS_ACTIVATION)}."
+        )
+
+
+def _agree(name, from_config, from_argument):
+    if from_config is not None and from_argument is not None and from_config != from_argument:
+        raise ValueError(
+            f"`{name}`={from_argument!r} contradicts the checkpoint's config ({from_config!r})."
+        )
+    return from_argument if from_argument is not None else from_config
+
+
+def from_hf_gpt2(
+    source, config=None, *, num_heads=None, pad_id=None, dropout=None, dtype=None, name=None
+):
+    """Builds a `DecoderOnly` holding a Hugging Face GPT-2 checkpoint's weights.
+
+    Everything but the number of heads is read from tensor shapes (vocabulary,
+    width, positions, layers, feed-forward width); the heads, LayerNorm epsilon,
+    activation, dropout rates and weight tying come from the config when there
+    is one (`config.json` next to the file, the model object's `.config`, or
+    `config`). Without a config, pass `num_heads`; the rest take GPT-2's values.
+
+    Args:
+        source: a `model.safetensors` path, a `save_pretrained` folder, a
+            state dict (mapping of GPT-2 names, with or without the
+            `transformer.` prefix, to arrays or torch tensors), or a
+            `GPT2LMHeadModel`/`GPT2Model` object (read via `state_dict()`).
+        config: GPT-2 config as a dict, a `GPT2Config`, or a path to
+            `config.json`; overrides the one found with `source`.
+        num_heads: attention heads; required when there is no config.
+        pad_id: id our model masks as padding (keys), or None (default: GPT-2
+            has no padding token; right padding needs no mask under causality).
+        dropout: our residual/embedding dropout; default the config's
+            `resid_pdrop`, else 0.1.
+        dtype: Keras dtype policy of the new model (default: the global one).
+        name: Keras name of the new model.
+
+    Returns:
+        A `DecoderOnly` (pre-LN, learned positions) with GPT-2's weights; its
+        logits equal `GPT2LMHeadModel`'s at every non-padding position.
+
+    Raises:
+        ValueError: missing or unexpected tensors, a shape mismatch (naming the
+            tensor), or a config our model cannot express.
+
+    Example:
+        ```python
+        # model = GPT2LMHeadModel(GPT2Config(...)); model.save_pretrained("gpt2_dir")
+        ours = keras_transformer.convert.from_hf_gpt2("gpt2_dir/model.safetensors")
+        logits = ours(token_ids)  # == model(token_ids).logits
+        ```
+    """
+    state, found_config = _resolve_source(source)
+    config = _config_dict(config) if config is not None else found_config
+    if config is not None:
+        _check_config(config)
+    prefix = "transformer." if any(k.startswith("transformer.") for k in state) else ""
+    reader = _common.StateReader(state, _WHAT, ignore=_BUFFERS)
+    for key in (f"{prefix}wte.weight", f"{prefix}wpe.weight", f"{prefix}h.0.mlp.c_fc.weight"):
+        if key not in state:
+            raise ValueError(f"{_WHAT} is missing {key!r}; is it a GPT-2 checkpoint?")
+    wte = _common.to_numpy(state[f"{prefix}wte.weight"], "wte.weight")
+    wpe = _common.to_numpy(state[f"{prefix}wpe.weight"], "wpe.weight")
+    c_fc = _common.to_numpy(state[f"{prefix}h.0.mlp.c_fc.weight"], "h.0.mlp.c_fc.weight")
+    if wte.ndim != 2 or wpe.ndim != 2 or c_fc.ndim != 2:
+        raise ValueError(f"{_WHAT}: wte, wpe and c_fc weights must be matrices.")
+    vocab_size, d_model = wte.shape
+    num_layers = _common.layer_count(state, re.escape(prefix) + r"h\.(\d+)\.", _WHAT)
+    config = config or {}
+    for key, value in (("vocab_size", vocab_size), ("n_embd", d_model),
+                       ("n_positions", wpe.shape[0]), ("n_layer", num_layers),
+                       ("n_inner", c_fc.shape[1])):
+        if config.get(key) is not None and config[key] != value:
+            raise ValueError(
+                f"GPT-2 config has {key}={config[key]} but the tensors give {value}."
+            )
+    num_heads = _agree("num_heads", config.get("n_head"), num_heads)
+    if num_heads is None:
+        raise ValueError(
+            "The number of heads cannot be read from tensor shapes: pass `num_heads` "
+            "or a `config` (GPT-2 small has 12)."
+        )
+    lm_head = state.get("lm_head.weight")
+    if "tie_word_embeddings" in config:
+        tie = bool(config["tie_word_embeddings"])
+    else:  # no config: untied only if a different lm_head is stored
+        tie = lm_head is None or np.array_equal(_common.to_numpy(lm_head, "lm_head.weight"), wte)
+    if tie and lm_head is not None:
+        reader.skip("lm_head.weight")  # Hugging Face ignores it too when tied
+    model = DecoderOnly(
+        vocab_size=int(vocab_size),
+        num_layers=num_layers,
+        d_model=int(d_model),
+        num_heads=int(num_heads),
+        d_ff=int(c_fc.shape[1]),
+        max_length=int(wpe.shape[0]),
+        ln_position="pre",
+        position="learned",
+        activation=HF_TO_OURS_ACTIVATION[config.get("activation_function", "gelu_new")],
+        dropout=float(config.get("resid_pdrop", 0.1) if dropout is None else dropout),
+        attention_dropout=float(config.get("attn_pdrop", 0.0)),
+        tie_embeddings=tie,
+        scale_embeddings=False,
+        pad_id=pad_id,
+        layer_norm_epsilon=float(config.get("layer_norm_epsilon", 1e-5)),
+        **_common.model_kwargs(dtype, name),
+    )
+    writer = _common.WeightWriter(_WHAT)
+    for hf_name, variable, transpose in _name_table(model, prefix):
+        array = reader.get(hf_name)
+        writer.add(variable, None if array is None else (array.T if transpose else array), hf_name)
+    reader.check()
+    writer.apply()
+    return model
+
+
+# --- writing ------------------------------------------------------------------
+
+
+def _check_exportable(model):
+    if not isinstance(model, DecoderOnly):
+        raise ValueError(f"Only a DecoderOnly exports to GPT-2; received {type(model).__name__}.")
+    c = model.config
+    required = dict(ln_position="pre", position="learned", scale_embeddings=False,
+                    attention_window=None)
+    for key, value in required.items():
+        if getattr(c, key) != value:
+            raise ValueError(
+                f"GPT-2 cannot express this model: it needs {key}={value!r}; the model has "
+                f"{key}={getattr(c, key)!r}."
+            )
+    if c.activation not in OURS_TO_HF_ACTIVATION:
+        raise ValueError(
+            f"GPT-2 cannot express activation={c.activation!r}; exportable: "
+            f"{', '.join(repr(a) for a in OURS_TO_HF_ACTIVATION)}."
+        )
+
+
+def hf_gpt2_config(model):
+    """The Hugging Face `GPT2Config` fields (a dict) of a GPT-2-shaped `DecoderOnly`.
+
+    `bos_token_id`/`eos_token_id` are set to the last id (GPT-2's
+    `<|endoftext|>` is its last id, 50256) and `pad_token_id` to our `pad_id`.
+
+    Args:
+        model: a `DecoderOnly` with pre-LN, learned positions, no embedding
+            scaling and no banded layers.
+
+    Returns:
+        A JSON-serialisable dict; `GPT2Config(**hf_gpt2_config(model))`
+        describes the same architecture.
+
+    Example:
+    >>> import keras_transformer as kt
+    >>> config = hf_gpt2_config(kt.DecoderOnly.from_preset("gpt2_tiny"))
+    >>> config["n_layer"], config["n_embd"], config["activation_function"]
+    (2, 32, 'gelu_new')
+    """
+    _check_exportable(model)
+    c = model.config
+    return {
+        "model_type": "gpt2",
+        "architectures": ["GPT2LMHeadModel"],
+        "vocab_size": c.vocab_size,
+        "n_positions": c.max_length,
+        "n_embd": c.d_model,
+        "n_layer": c.num_decoder_layers,
+        "n_head": c.num_heads,
+        "n_inner": c.d_ff,
+        "activation_function": OURS_TO_HF_ACTIVATION[c.activation],
+        "resid_pdrop": c.dropout,
+        "embd_pdrop": c.dropout,
+        "attn_pdrop": c.attention_dropout,
+        "layer_norm_epsilon": c.layer_norm_epsilon,
+        "initializer_range": 0.02,
+        "scale_attn_weights": True,
+        "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": False,
+        "tie_word_embeddings": c.tie_embeddings,
+        "bos_token_id": c.vocab_size - 1,
+        "eos_token_id": c.vocab_size - 1,
+        "pad_token_id": c.pad_id,
+    }
+
+
+def hf_gpt2_state_dict(model):
+    """Our weights under `GPT2LMHeadModel`'s names, as float32 NumPy arrays.
+
+    Args:
+        model: an exportable `DecoderOnly` (see `hf_gpt2_config`).
+
+    Returns:
+        A dict `name -> np.ndarray`, names prefixed `transformer.`;
+        `lm_head.weight` only when the output projection is untied.
+
+    Example:
+    >>> import keras_transformer as kt
+    >>> state = hf_gpt2_state_dict(kt.DecoderOnly.from_preset("gpt2_tiny"))
+    >>> state["transformer.h.0.attn.c_attn.weight"].shape
+    (32, 96)
+    """
+    _check_exportable(model)
+    return {
+        hf_name: np.ascontiguousarray(
+            (_common.to_numpy(variable).T if transpose else _common.to_numpy(variable))
+        ).astype("float32")
+        for hf_name, variable, transpose in _name_table(model, "transformer.")
+    }
+
+
+def save_hf_gpt2(model, directory):
+    """Writes `model.safetensors` and `config.json` that `GPT2LMHeadModel.from_pretrained` loads.
+
+    Args:
+        model: an exportable `DecoderOnly` (see `hf_gpt2_config`).
+        directory: folder to write (created if needed).
+
+    Returns:
+        The path of the written `model.safetensors`.
+
+    Example:
+        ```python
+        save_hf_gpt2(ours, "exported")
+        hf = transformers.GPT2LMHeadModel.from_pretrained("exported")
+        ```
+    """
+    from safetensors.numpy import save_file  # lazy: an optional dependency
+
+    directory = _common.check_path(directory, "`directory`")
+    config = hf_gpt2_config(model)
+    state = hf_gpt2_state_dict(model)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "model.safetensors")
+    save_file(state, path, metadata={"format": "pt"})  # transformers requires the format
+    with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as file:
+        json.dump(config, file, indent=2)
+    return path
