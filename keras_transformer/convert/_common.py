@@ -106,18 +106,22 @@ class WeightWriter:
         self.what = what
         self.pending = []
 
-    def add(self, variable, array, their_name):
+    def add(self, variable, array, their_name, their_shape=None):
+        """Queues `array` for `variable`; `their_shape` is the stored shape before a transpose."""
         if array is not None:  # None: missing, already reported by StateReader
-            self.pending.append((variable, np.asarray(array), their_name))
+            array = np.asarray(array)
+            shape = tuple(array.shape) if their_shape is None else tuple(their_shape)
+            self.pending.append((variable, array, their_name, shape))
 
     def apply(self):
-        for variable, array, their_name in self.pending:
+        for variable, array, their_name, their_shape in self.pending:
             if tuple(array.shape) != tuple(variable.shape):
+                became = "" if their_shape == tuple(array.shape) else f" (as {array.shape})"
                 raise ValueError(
-                    f"{self.what}: tensor {their_name!r} has shape {tuple(array.shape)} "
+                    f"{self.what}: tensor {their_name!r} has shape {their_shape}{became} "
                     f"but maps to {variable.path} of shape {tuple(variable.shape)}."
                 )
-        for variable, array, _ in self.pending:
+        for variable, array, _, _ in self.pending:
             variable.assign(array.astype(keras.backend.standardize_dtype(variable.dtype)))
 
 

@@ -279,7 +279,8 @@ def from_hf_gpt2(
     writer = _common.WeightWriter(_WHAT)
     for hf_name, variable, transpose in _name_table(model, prefix):
         array = reader.get(hf_name)
-        writer.add(variable, None if array is None else (array.T if transpose else array), hf_name)
+        if array is not None:
+            writer.add(variable, array.T if transpose else array, hf_name, array.shape)
     reader.check()
     writer.apply()
     return model

@@ -182,15 +182,17 @@ def _write_attention(writer, reader, prefix, attention, cross, d_model):
             writer.add(attention.key_value_projection.bias, bias[d_model:],
                        prefix + "in_proj_bias[d:]")
     else:
-        writer.add(attention.qkv_projection.kernel, None if weight is None else weight.T,
-                   prefix + "in_proj_weight")
+        if weight is not None:
+            writer.add(attention.qkv_projection.kernel, weight.T, prefix + "in_proj_weight",
+                       weight.shape)
         writer.add(attention.qkv_projection.bias, bias, prefix + "in_proj_bias")
     _write_linear(writer, reader, prefix + "out_proj.", attention.output_projection)
 
 
 def _write_linear(writer, reader, prefix, dense):
     weight = reader.get(prefix + "weight")
-    writer.add(dense.kernel, None if weight is None else weight.T, prefix + "weight")
+    if weight is not None:  # torch Linear (out, in) -> Dense kernel (in, out)
+        writer.add(dense.kernel, weight.T, prefix + "weight", weight.shape)
     writer.add(dense.bias, reader.get(prefix + "bias"), prefix + "bias")
 
 

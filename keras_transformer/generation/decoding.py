@@ -104,8 +104,45 @@ def _compiled(model, key, build):
     return functions[key]
 
 
-def generate_decoder_only(model, prompt_ids, max_new_tokens, sampler=GREEDY, stop_ids=()):
+def _expand(tree, beam_size):
+    """Repeats every row of every tensor `beam_size` times: `(B, ...) -> (B*K, ...)`."""
+    if isinstance(tree, dict):
+        return {key: _expand(value, beam_size) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [_expand(value, beam_size) for value in tree]
+    return None if tree is None else ops.repeat(tree, beam_size, axis=0)
+
+
+def _search(step, ids, is_prompt, caches, start, sampler, beam_size, alpha, stop_ids, pad_id):
+    """Sampling (`beam_size=None`) or beam search over the same step function."""
+    if beam_size is None:
+        return sampling_loop(step, ids, is_prompt, caches, start, sampler, stop_ids, pad_id)
+    from keras_transformer.generation.beam_search import beam_loop
+
+    caches = _expand(caches, beam_size)
+    ids, _ = beam_loop(step, ids, is_prompt, caches, start, beam_size, alpha, stop_ids, pad_id)
+    return ids
+
+
+def _check_search(sampler, beam_size, alpha):
+    if beam_size is None:
+        return
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(
+            f"`beam_size` must be None (sampling) or an integer >= 1; received {beam_size!r}."
+        )
+    if sampler != GREEDY:
+        raise ValueError("Beam search is deterministic: pass a `sampler` only with beam_size=None.")
+    if alpha < 0:
+        raise ValueError(f"`alpha` must be >= 0; received {alpha!r}.")
+
+
+def generate_decoder_only(
+    model, prompt_ids, max_new_tokens, sampler=GREEDY, stop_ids=(), beam_size=None,
+    alpha=0.6,
+):
     """Continues each prompt by `max_new_tokens` tokens; see `DecoderOnly.generate`."""
+    _check_search(sampler, beam_size, alpha)
     pad_id = model.config.pad_id
     prompt, lengths = right_align(prompt_ids, pad_id)
     batch, width = prompt.shape
@@ -121,20 +158,24 @@ def generate_decoder_only(model, prompt_ids, max_new_tokens, sampler=GREEDY, sto
             caches = model.empty_cache(batch, total)
             _, caches = model.call_with_cache(prompt, caches, 0)  # prefill
             start = ops.maximum(ops.min(lengths), 1)
-            return sampling_loop(
-                model.call_with_cache, ids, is_prompt, caches, start, sampler, stop_ids, pad_id
+            return _search(
+                model.call_with_cache, ids, is_prompt, caches, start, sampler, beam_size,
+                alpha, stop_ids, pad_id,
             )
 
         return run
 
-    run = _compiled(model, ("decoder_only", batch, width, max_new_tokens, sampler, stop_ids), build)
+    key = ("decoder_only", batch, width, max_new_tokens, sampler, stop_ids, beam_size, alpha)
+    run = _compiled(model, key, build)
     return ops.convert_to_numpy(run(ops.convert_to_tensor(prompt), ops.convert_to_tensor(lengths)))
 
 
 def generate_encoder_decoder(
-    model, source_ids, max_length, start_id, sampler=GREEDY, stop_ids=()
+    model, source_ids, max_length, start_id, sampler=GREEDY, stop_ids=(), beam_size=None,
+    alpha=0.6,
 ):
-    """Greedy or sampled translation of each source; see `EncoderDecoder.generate`."""
+    """Translation of each source, `(B, max_length)`; see `EncoderDecoder.generate`."""
+    _check_search(sampler, beam_size, alpha)
     source = np.asarray(source_ids).astype("int32")
     batch = source.shape[0]
     check_decode_length(model, max_length + 1)
@@ -145,6 +186,8 @@ def generate_encoder_decoder(
         def run(source):
             memory = model.encode(source)
             memory_mask = masks.padding_mask(source, pad_id)
+            if beam_size is not None:  # one row per beam
+                memory_mask = _expand(memory_mask, beam_size)
             caches = model.empty_cache(memory, max_length + 1)
 
             def step(token, caches, position):
@@ -155,11 +198,13 @@ def generate_encoder_decoder(
             ids = ops.slice_update(ids, (0, 0), ops.full((batch, 1), start_id, dtype="int32"))
             is_prompt = ops.arange(max_length + 1, dtype="int32")[None, :] < 1
             is_prompt = ops.broadcast_to(is_prompt, (batch, max_length + 1))
-            ids = sampling_loop(step, ids, is_prompt, caches, 1, sampler, stop_ids, pad_id)
+            ids = _search(
+                step, ids, is_prompt, caches, 1, sampler, beam_size, alpha, stop_ids, pad_id
+            )
             return ids[:, 1:]
 
         return run
 
-    key = ("encoder_decoder", source.shape, max_length, start_id, sampler, stop_ids)
+    key = ("encoder_decoder", source.shape, max_length, start_id, sampler, stop_ids, beam_size, alpha)
     run = _compiled(model, key, build)
     return ops.convert_to_numpy(run(ops.convert_to_tensor(source)))

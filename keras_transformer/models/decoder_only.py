@@ -126,6 +126,40 @@ class DecoderOnly(TransformerModel):
         """Per-block zero key/value caches for decoding up to `max_length` positions."""
         return [block.empty_cache(batch_size, max_length) for block in self.blocks]
 
+    def generate(
+        self, prompt_ids, max_new_tokens=32, sampler=None, stop_ids=(), beam_size=None,
+        alpha=0.6,
+    ):
+        """Continues each prompt, decoding with the key/value cache.
+
+        Args:
+            prompt_ids: int `(batch, P)` prompts, padded with `pad_id` on the
+                right or the left (each needs at least one token).
+            max_new_tokens: tokens to add after the longest prompt.
+            sampler: a `keras_transformer.generation.Sampler` (default greedy).
+            stop_ids: token ids that end a row; later positions get `pad_id`.
+            beam_size: None for sampling/greedy, or the beam width.
+            alpha: GNMT length penalty exponent for beam search.
+
+        Returns:
+            NumPy int32 `(batch, P + max_new_tokens)`: each prompt (moved to the
+            start of its row) followed by its continuation. The loop is
+            compiled on first use for each shape (XLA on JAX and TensorFlow).
+
+        Example:
+        >>> import numpy as np
+        >>> model = DecoderOnly(vocab_size=50, num_layers=1, d_model=16, num_heads=2,
+        ...                     d_ff=32, max_length=16)
+        >>> model.generate(np.array([[5, 6, 7]]), max_new_tokens=4).shape
+        (1, 7)
+        """
+        from keras_transformer.generation import decoding
+
+        return decoding.generate_decoder_only(
+            self, prompt_ids, max_new_tokens, sampler=sampler or decoding.GREEDY,
+            stop_ids=stop_ids, beam_size=beam_size, alpha=alpha,
+        )
+
     def _forward(self, ids, caches=None, cache_index=None, training=None):
         """The one forward pass, full (`caches=None`) or cached."""
         start = 0 if caches is None else cache_index

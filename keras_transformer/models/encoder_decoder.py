@@ -1,6 +1,7 @@
 """The 2017 Transformer: an encoder stack and a decoder stack with cross-attention."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_transformer import masks
@@ -170,6 +171,45 @@ class EncoderDecoder(TransformerModel):
         and each block's cross-attention keys/values of `memory`, computed once."""
         batch = ops.shape(memory)[0]
         return [block.empty_cache(batch, max_length, memory) for block in self.decoder_blocks]
+
+    def generate(
+        self, source_ids, start_id, stop_ids=(), max_length=None, beam_size=4, alpha=0.6,
+        sampler=None,
+    ):
+        """Translates each source, decoding with the key/value cache.
+
+        Defaults follow the paper: beam search with 4 beams, GNMT length
+        penalty alpha 0.6, at most source length + 50 target tokens.
+
+        Args:
+            source_ids: int `(batch, S)` source ids, padded with `pad_id`.
+            start_id: the token that starts every target (the decoder's first input).
+            stop_ids: token ids that end a hypothesis (e.g. the end token).
+            max_length: target tokens to produce at most (default `S + 50`).
+            beam_size: beam width, or None for greedy/sampled decoding.
+            alpha: GNMT length penalty exponent.
+            sampler: with `beam_size=None`, a `Sampler` (default greedy).
+
+        Returns:
+            NumPy int32 `(batch, max_length)`: target tokens (without the
+            start token), `pad_id` after the stop token.
+
+        Example:
+        >>> import numpy as np
+        >>> model = EncoderDecoder(vocab_size=50, num_layers=1, d_model=16,
+        ...                        num_heads=2, d_ff=32)
+        >>> model.generate(np.array([[5, 6, 7, 0]]), start_id=1, stop_ids=(2,),
+        ...                max_length=6).shape
+        (1, 6)
+        """
+        from keras_transformer.generation import decoding
+
+        if max_length is None:
+            max_length = np.asarray(source_ids).shape[1] + 50
+        return decoding.generate_encoder_decoder(
+            self, source_ids, max_length, start_id, sampler=sampler or decoding.GREEDY,
+            stop_ids=stop_ids, beam_size=beam_size, alpha=alpha,
+        )
 
     def call(self, inputs, training=None):
         source, target = _source_and_target(inputs)

@@ -1,0 +1,10 @@
+"""Generation: the cached decode loop, samplers and beam search for both families.
+
+Use it through `DecoderOnly.generate` and `EncoderDecoder.generate`.
+"""
+
+from keras_transformer.generation.beam_search import length_penalty
+from keras_transformer.generation.samplers import GREEDY
+from keras_transformer.generation.samplers import Sampler
+
+__all__ = ["GREEDY", "Sampler", "length_penalty"]
