@@ -153,7 +153,9 @@ def _config_dict(config):
 def _check_config(config):
     """Raises for GPT-2 options our DecoderOnly cannot express."""
     if config.get("model_type", "gpt2") != "gpt2":
-        raise ValueError(f"Expected a GPT-2 config (model_type 'gpt2'); received {config['model_type']!r}.")
+        raise ValueError(
+            f"Expected a GPT-2 config (model_type 'gpt2'); received {config['model_type']!r}."
+        )
     unsupported = {
         "scale_attn_weights": (False, "unscaled attention scores"),
         "scale_attn_by_inverse_layer_idx": (True, "scores scaled by 1 / (layer index + 1)"),

@@ -137,8 +137,9 @@ def from_keras_hub_gpt2(source, *, pad_id=None, dropout=None, dtype=None, name=N
     for i, block in enumerate(model.blocks):
         t = f"transformer_layer_{i}/"
         a = t + "self_attention/"
-        kernels = [flat(a + part + "/kernel", (d_model, d_model)) for part in ("query", "key", "value")]
-        biases = [flat(a + part + "/bias", (d_model,)) for part in ("query", "key", "value")]
+        parts = ("query", "key", "value")
+        kernels = [flat(a + part + "/kernel", (d_model, d_model)) for part in parts]
+        biases = [flat(a + part + "/bias", (d_model,)) for part in parts]
         attention = block.self_attention
         if all(k is not None for k in kernels):
             writer.add(attention.qkv_projection.kernel, np.concatenate(kernels, axis=1),

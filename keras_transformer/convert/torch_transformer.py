@@ -31,7 +31,6 @@ from keras_transformer.models.encoder_decoder import EncoderDecoder
 _ENCODER = "torch TransformerEncoder state dict"
 _DECODER = "torch TransformerDecoder state dict"
 _UNKNOWN = object()  # an activation we cannot name from a module
-_TORCH_ACTIVATIONS = {1: "relu", 2: "gelu_exact"}  # TransformerEncoderLayer.activation_relu_or_gelu
 
 
 def torch_key_padding_mask(ids, pad_id=0):
@@ -96,9 +95,7 @@ def _module_settings(stack):
 
 def _activation_name(layer):
     """Our name for a torch layer's activation, or `_UNKNOWN`."""
-    code = getattr(layer, "activation_relu_or_gelu", 0)  # encoder layers only
-    if code in _TORCH_ACTIVATIONS:
-        return _TORCH_ACTIVATIONS[code]
+    # Not `activation_relu_or_gelu`: torch sets it to 2 for nn.GELU(approximate="tanh") too.
     function = layer.activation
     kind = getattr(function, "__name__", type(function).__name__).lower()
     if kind == "relu":  # F.relu or nn.ReLU
@@ -115,7 +112,9 @@ def _setting(name, explicit, inferred, default):
     if explicit is not None:
         for where, value in found.items():
             if value is not _UNKNOWN and value != explicit:
-                raise ValueError(f"`{name}`={explicit!r} contradicts the torch {where} ({value!r}).")
+                raise ValueError(
+                    f"`{name}`={explicit!r} contradicts the torch {where} ({value!r})."
+                )
         return explicit
     if any(v is _UNKNOWN for v in found.values()):
         raise ValueError(

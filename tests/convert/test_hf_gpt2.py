@@ -168,7 +168,8 @@ def test_export_reloads_in_transformers(hf_model, saved, tmp_path, padded_batch,
         str(tmp_path / "export"), output_loading_info=True
     )
     reloaded.eval()
-    assert not any(info[key] for key in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
+    problems = ("missing_keys", "unexpected_keys", "mismatched_keys")
+    assert not any(info[key] for key in problems), info
     ids, real = batch(padded_batch, 9)
     report("export -> HF reload", hf_logits(reloaded, ids, real), our_logits(ours, ids), real)
     # Round trip through our importer gives back the same weights exactly.
@@ -224,7 +225,8 @@ def test_missing_unexpected_and_misshapen_tensors(hf_model):
     with pytest.raises(ValueError, match="no place for.*crossattention"):
         from_hf_gpt2(extra, config)
     transposed = dict(state, **{"transformer.h.0.attn.c_proj.weight": torch.zeros(D_MODEL, 8)})
-    with pytest.raises(ValueError, match=r"'transformer.h.0.attn.c_proj.weight' has shape \(32, 8\)"):
+    message = r"'transformer.h.0.attn.c_proj.weight' has shape \(32, 8\)"
+    with pytest.raises(ValueError, match=message):
         from_hf_gpt2(transposed, config)
     with pytest.raises(ValueError, match="wte.weight"):
         from_hf_gpt2({"foo": np.zeros(3)}, num_heads=4)

@@ -153,6 +153,10 @@ def test_gelu_is_the_exact_form(random_like, inputs, report):
     source, target, real = inputs
     report("torch post-LN GELU (erf)",
            our_logits(model, source, target), reference(source, target), real)
+    tanh = make_reference(random_like, seed=3, activation=nn.GELU(approximate="tanh"))
+    assert from_torch_transformer(
+        tanh.encoder, tanh.decoder, tanh.embedding
+    ).config.activation == "gelu"  # our "gelu" is the tanh approximation
 
 
 def test_masks_are_torch_conventions():
@@ -164,7 +168,8 @@ def test_masks_are_torch_conventions():
         torch_causal_mask(5),
         nn.Transformer.generate_square_subsequent_mask(5).numpy() != 0,
     )
-    np.testing.assert_array_equal(torch_causal_mask(5), ~ops.convert_to_numpy(masks.causal_mask(5))[0])
+    ours = ops.convert_to_numpy(masks.causal_mask(5))[0]  # True = may attend
+    np.testing.assert_array_equal(torch_causal_mask(5), ~ours)
 
 
 def test_what_our_model_cannot_express_raises(random_like, reference):
