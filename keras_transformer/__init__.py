@@ -7,19 +7,21 @@ Example:
 True
 """
 
+from keras_transformer import convert
 from keras_transformer import generation
 from keras_transformer import layers
 from keras_transformer import masks
 from keras_transformer import models
+from keras_transformer import training
 from keras_transformer.models import DecoderOnly
 from keras_transformer.models import EncoderDecoder
-from keras_transformer import training
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DecoderOnly",
     "EncoderDecoder",
+    "convert",
     "generation",
     "layers",
     "masks",

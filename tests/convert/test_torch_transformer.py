@@ -155,8 +155,14 @@ def test_gelu_is_the_exact_form(random_like, inputs, report):
            our_logits(model, source, target), reference(source, target), real)
     tanh = make_reference(random_like, seed=3, activation=nn.GELU(approximate="tanh"))
     assert from_torch_transformer(
-        tanh.encoder, tanh.decoder, tanh.embedding
+        tanh.encoder, tanh.decoder.state_dict(), tanh.embedding, num_heads=HEADS
     ).config.activation == "gelu"  # our "gelu" is the tanh approximation
+    # torch quirk: TransformerDecoder deep-copies its layer, and the copy's __setstate__
+    # replaces a module activation with F.relu, which its forward then uses. We read
+    # what forward uses, so the stacks disagree and we say so.
+    assert tanh.decoder.layers[0].activation is torch.nn.functional.relu
+    with pytest.raises(ValueError, match="differ in activation"):
+        from_torch_transformer(tanh.encoder, tanh.decoder, tanh.embedding)
 
 
 def test_masks_are_torch_conventions():
