@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
-from conftest import PAD
-from conftest import START
-from conftest import STOP
-from conftest import gnmt_score
-from conftest import hypothesis
-from conftest import log_probs_of
+from decoding_reference import PAD
+from decoding_reference import START
+from decoding_reference import STOP
+from decoding_reference import gnmt_score
+from decoding_reference import hypothesis
+from decoding_reference import log_probs_of
 
 import keras_transformer as kt
 from keras_transformer.generation import length_penalty

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from conftest import PAD
-from conftest import START
-from conftest import STOP
-from conftest import full_pass_greedy_decoder_only
+from decoding_reference import PAD
+from decoding_reference import START
+from decoding_reference import STOP
+from decoding_reference import full_pass_greedy_decoder_only
 from keras import ops
 
 import keras_transformer as kt

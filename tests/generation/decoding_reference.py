@@ -1,3 +1,5 @@
+"""Reference computations for the generation tests: full forward passes, GNMT scores."""
+
 import numpy as np
 from keras import ops
 
