@@ -29,6 +29,7 @@ test: $(STAMP)
 		KERAS_BACKEND=$$backend $(PY) -m pytest -q -m "$$marks" || status=1; \
 	done; exit $$status
 
+test-all: export KT_HYPOTHESIS_EXAMPLES = 50
 test-all: $(STAMP)
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend (all tests)"; \

@@ -88,6 +88,11 @@ def check_token_ids(name, ids, vocab_size):
             f"`{name}` must have shape (batch, length); received shape "
             f"{tuple(ids.shape)}."
         )
+    if ids.shape[1] == 0:
+        raise ValueError(
+            f"`{name}` must hold at least one position (length >= 1); received shape "
+            f"{tuple(ids.shape)}."
+        )
     values = concrete_value(ids)
     if values is not None and values.size:
         low, high = int(values.min()), int(values.max())
@@ -96,3 +101,30 @@ def check_token_ids(name, ids, vocab_size):
                 f"`{name}` must lie in [0, vocab_size={vocab_size}); received "
                 f"ids from {low} to {high}."
             )
+
+
+def check_bool(name, value):
+    """`value` must be a Python or NumPy bool (no truthy strings or ints)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"`{name}` must be True or False; received {value!r}.")
+    return bool(value)
+
+
+def check_key_mask(name, key_mask, batch, length):
+    """`key_mask` must be a bool `(batch, length)` tensor; static sizes must match."""
+    dtype = backend.standardize_dtype(key_mask.dtype)
+    if dtype != "bool":
+        raise ValueError(
+            f"`{name}` must be a bool mask (True = real token); received dtype {dtype}."
+        )
+    shape = tuple(key_mask.shape)
+    expected = (batch, length)
+    mismatch = len(shape) != 2 or any(
+        isinstance(got, int) and isinstance(want, int) and got != want
+        for got, want in zip(shape, expected)
+    )
+    if mismatch:
+        raise ValueError(
+            f"`{name}` must have shape (batch, key_length) = {expected}; received shape "
+            f"{shape}."
+        )

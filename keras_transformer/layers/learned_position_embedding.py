@@ -55,6 +55,10 @@ class LearnedPositionEmbedding(keras.layers.Layer):
             start = start_index
         else:
             start = concrete_value(start_index)  # None while traced
+        if start is not None and int(start) < 0:
+            raise ValueError(
+                f"`start_index` must be >= 0 (a position in the table); received {int(start)}."
+            )
         if isinstance(length, int) and start is not None:
             end = int(start) + length
             if end > self.max_length:

@@ -208,7 +208,10 @@ class MultiHeadAttention(keras.layers.Layer):
     def call(
         self, query, memory=None, key_mask=None, cache=None, cache_index=None, training=None
     ):
+        self._check_inputs(query, memory)
         q, k, v, cache = self._project(query, memory, cache, cache_index)
+        if key_mask is not None:
+            validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
         offset = cache_index if cache is not None and self.mode != "cross" else None
         mask = self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask, offset)
         out = self._attend(q, k, v, mask, training)  # (batch, T, heads, d_head)
@@ -216,9 +219,23 @@ class MultiHeadAttention(keras.layers.Layer):
         out = self.output_projection(ops.reshape(out, (batch, length, self.d_model)))
         return out if cache is None else (out, cache)
 
+    def _check_inputs(self, query, memory):
+        """Static checks that would otherwise broadcast silently."""
+        if memory is None:
+            return
+        batch_q, batch_m = query.shape[0], memory.shape[0]
+        if isinstance(batch_q, int) and isinstance(batch_m, int) and batch_q != batch_m:
+            raise ValueError(
+                f"`memory` must have the batch size of `query` ({batch_q}); received "
+                f"memory of shape {tuple(memory.shape)}."
+            )
+
     def attention_probabilities(self, query, memory=None, key_mask=None):
         """Attention probabilities `(batch, heads, T, S)` (float32), no dropout."""
+        self._check_inputs(query, memory)
         q, k, _, _ = self._project(query, memory)
+        if key_mask is not None:
+            validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
         return self._probabilities(
             q, k, self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask)
         )

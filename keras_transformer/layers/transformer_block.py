@@ -168,6 +168,12 @@ class TransformerBlock(keras.layers.Layer):
             raise ValueError(
                 "`memory` was given to a block built with cross_attention=False."
             )
+        if padding_mask is not None:
+            validation.check_key_mask("padding_mask", padding_mask, x.shape[0], x.shape[1])
+        if memory_mask is not None and memory is not None:
+            validation.check_key_mask(
+                "memory_mask", memory_mask, memory.shape[0], memory.shape[1]
+            )
         updated = {}
 
         def attend(layer, key, h, **kwargs):

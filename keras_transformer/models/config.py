@@ -62,6 +62,8 @@ class TransformerConfig:
         validation.check_choice("position", self.position, POSITIONS)
         validation.check_choice("position_layout", self.position_layout, LAYOUTS)
         validation.check_choice("activation", self.activation, tuple(ACTIVATIONS))
+        validation.check_bool("tie_embeddings", self.tie_embeddings)
+        validation.check_bool("scale_embeddings", self.scale_embeddings)
         validation.check_rate("dropout", self.dropout)
         validation.check_rate("attention_dropout", self.attention_dropout)
         validation.check_int("pad_id", self.pad_id, minimum=0, allow_none=True)

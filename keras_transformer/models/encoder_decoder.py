@@ -235,6 +235,11 @@ def _source_and_target(inputs):
                 f"'{name}' must have shape (batch, length); received shape "
                 f"{tuple(ids.shape)}."
             )
+        if ids.shape[1] == 0:
+            raise ValueError(
+                f"'{name}' must hold at least one position (length >= 1); received "
+                f"shape {tuple(ids.shape)}."
+            )
     batch_source, batch_target = source.shape[0], target.shape[0]
     if batch_source is not None and batch_target is not None and batch_source != batch_target:
         raise ValueError(

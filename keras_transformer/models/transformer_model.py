@@ -34,6 +34,12 @@ class TransformerModel(keras.Model):
 
     def __init__(self, arguments, **kwargs):
         super().__init__(**kwargs)
+        compute_dtype = self.dtype_policy.compute_dtype
+        if "float" not in compute_dtype:
+            raise ValueError(
+                "`dtype` must be a floating-point dtype policy (e.g. 'float32', "
+                f"'mixed_bfloat16'); received compute dtype {compute_dtype}."
+            )
         self._arguments = arguments
         self.config = self.make_config(**arguments)
         c = self.config

@@ -1,0 +1,152 @@
+"""A catalogue of malformed inputs and arguments (one parametrized test).
+
+Every case must raise at the call that caused it, with a message that names
+the argument and states the expectation; nothing may be silently clipped,
+cast or broadcast. Inputs are eager NumPy arrays, so every backend sees
+concrete values.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import keras_transformer as kt
+from keras_transformer import layers
+
+VOCAB, BATCH, LENGTH, WIDTH = 32, 2, 5, 8
+SMALL = dict(vocab_size=VOCAB, num_layers=1, d_model=WIDTH, num_heads=2, d_ff=16,
+             max_length=LENGTH + 1, dropout=0.0)
+
+
+def gpt(**overrides):
+    return kt.DecoderOnly(**dict(SMALL, **overrides))
+
+
+def transformer(**overrides):
+    return kt.EncoderDecoder(**dict(SMALL, **overrides))
+
+
+def ids(shape=(BATCH, LENGTH), value=1, dtype="int32"):
+    return np.full(shape, value, dtype)
+
+
+def hidden(shape=(BATCH, LENGTH, WIDTH)):
+    return np.ones(shape, "float32")
+
+
+def pair(source=None, target=None):
+    return {"source": ids() if source is None else source,
+            "target": ids() if target is None else target}
+
+
+# (id, callable, exception type, regex naming the argument and the expectation)
+CASES = [
+    # --- token ids -----------------------------------------------------------
+    ("float-ids", lambda: gpt()(ids(dtype="float32")), ValueError,
+     r"`ids` must hold integer token ids; received dtype float32"),
+    ("bool-ids", lambda: gpt()(ids(dtype="bool")), ValueError,
+     r"`ids` must hold integer token ids; received dtype bool"),
+    ("negative-ids", lambda: gpt()(np.array([[1, -2, 3]], "int32")), ValueError,
+     r"`ids` must lie in \[0, vocab_size=32\); received ids from -2 to 3"),
+    ("ids-equal-vocab", lambda: gpt()(np.array([[1, VOCAB, 3]], "int32")), ValueError,
+     r"`ids` must lie in \[0, vocab_size=32\); received ids from 1 to 32"),
+    ("ids-far-above-vocab", lambda: gpt()(np.array([[1, 10 * VOCAB]], "int32")), ValueError,
+     r"`ids` must lie in \[0, vocab_size=32\); received ids from 1 to 320"),
+    ("1-D-ids", lambda: gpt()(ids((LENGTH,))), ValueError,
+     r"`ids` must have shape \(batch, length\); received shape \(5,\)"),
+    ("3-D-ids", lambda: gpt()(ids((BATCH, LENGTH, 1))), ValueError,
+     r"`ids` must have shape \(batch, length\); received shape \(2, 5, 1\)"),
+    ("empty-sequence", lambda: gpt()(ids((BATCH, 0))), ValueError,
+     r"`ids` must hold at least one position \(length >= 1\); received shape \(2, 0\)"),
+    ("beyond-learned-table", lambda: gpt()(ids((BATCH, LENGTH + 2))), ValueError,
+     r"length 7 .* needs 7 positions, but the learned position table has max_length=6"),
+    # --- encoder-decoder inputs ------------------------------------------------
+    ("mismatched-source-target-batch",
+     lambda: transformer()(pair(source=ids((BATCH + 1, LENGTH)))), ValueError,
+     r"'source' and 'target' must have the same batch size; received 3 and 2"),
+    ("missing-target-key", lambda: transformer()({"source": ids()}), ValueError,
+     r"exactly the keys 'source' \(batch, S\) and 'target' \(batch, T\); received \['source'\]"),
+    ("extra-key", lambda: transformer()(dict(pair(), mask=ids())), ValueError,
+     r"exactly the keys 'source' .* received \['mask', 'source', 'target'\]"),
+    ("empty-source", lambda: transformer()(pair(source=ids((BATCH, 0)))), ValueError,
+     r"'source' must hold at least one position \(length >= 1\); received shape \(2, 0\)"),
+    ("3-D-target", lambda: transformer()(pair(target=ids((BATCH, LENGTH, 1)))), ValueError,
+     r"'target' must have shape \(batch, length\); received shape \(2, 5, 1\)"),
+    ("source-ids-beyond-vocab", lambda: transformer()(pair(source=ids(value=VOCAB))),
+     ValueError, r"`ids` must lie in \[0, vocab_size=32\)"),
+    # --- masks and memory at the layer level -------------------------------------
+    ("key-mask-wrong-length",
+     lambda: layers.MultiHeadAttention(2)(hidden(), key_mask=np.ones((BATCH, LENGTH - 1), bool)),
+     ValueError, r"`key_mask` must have shape \(batch, key_length\) = \(2, 5\); "
+                 r"received shape \(2, 4\)"),
+    ("key-mask-batch-1-not-broadcast",
+     lambda: layers.MultiHeadAttention(2)(hidden(), key_mask=np.ones((1, LENGTH), bool)),
+     ValueError, r"`key_mask` must have shape \(batch, key_length\) = \(2, 5\); "
+                 r"received shape \(1, 5\)"),
+    ("key-mask-3-D",
+     lambda: layers.MultiHeadAttention(2, mode="causal")(
+         hidden(), key_mask=np.ones((BATCH, LENGTH, LENGTH), bool)),
+     ValueError, r"`key_mask` must have shape \(batch, key_length\) = \(2, 5\); "
+                 r"received shape \(2, 5, 5\)"),
+    ("key-mask-float-not-cast",
+     lambda: layers.MultiHeadAttention(2)(hidden(), key_mask=np.full((BATCH, LENGTH), 0.5, "float32")),
+     ValueError, r"`key_mask` must be a bool mask \(True = real token\); received dtype float32"),
+    ("padding-mask-wrong-length",
+     lambda: layers.TransformerBlock(2, 16)(hidden(), padding_mask=np.ones((BATCH, 3), bool)),
+     ValueError, r"`padding_mask` must have shape \(batch, key_length\) = \(2, 5\); "
+                 r"received shape \(2, 3\)"),
+    ("memory-mask-wrong-length",
+     lambda: layers.TransformerBlock(2, 16, self_attention="causal", cross_attention=True)(
+         hidden(), memory=hidden((BATCH, 4, WIDTH)), memory_mask=np.ones((BATCH, 5), bool)),
+     ValueError, r"`memory_mask` must have shape \(batch, key_length\) = \(2, 4\); "
+                 r"received shape \(2, 5\)"),
+    ("memory-batch-not-broadcast",
+     lambda: layers.MultiHeadAttention(2, mode="cross")(hidden(), memory=hidden((1, 4, WIDTH))),
+     ValueError, r"`memory` must have the batch size of `query` \(2\); "
+                 r"received memory of shape \(1, 4, 8\)"),
+    ("negative-start-index",
+     lambda: layers.LearnedPositionEmbedding(8)(hidden((1, 4, WIDTH)), start_index=-1),
+     ValueError, r"`start_index` must be >= 0 \(a position in the table\); received -1"),
+    # --- constructor arguments, presets and dtypes ---------------------------------
+    ("preset-bad-override-value",
+     lambda: kt.DecoderOnly.from_preset("gpt2_tiny", ln_position="middle"), ValueError,
+     r"`ln_position` must be one of 'post', 'pre'; received 'middle'"),
+    ("preset-unknown-override",
+     lambda: kt.DecoderOnly.from_preset("gpt2_tiny", n_layers=3), ValueError,
+     r"Unknown override\(s\) \['n_layers'\] for preset 'gpt2_tiny'; DecoderOnly takes: "
+     r"vocab_size, num_layers"),
+    ("preset-override-bad-rate",
+     lambda: kt.EncoderDecoder.from_preset("transformer_tiny", dropout=1.0), ValueError,
+     r"`dropout` must be a float in \[0, 1\); received 1.0"),
+    ("float-vocab-size", lambda: gpt(vocab_size=32.0), ValueError,
+     r"`vocab_size` must be an integer >= 1; received 32.0"),
+    ("string-tie-embeddings", lambda: gpt(tie_embeddings="no"), ValueError,
+     r"`tie_embeddings` must be True or False; received 'no'"),
+    ("int-scale-embeddings", lambda: transformer(scale_embeddings=2), ValueError,
+     r"`scale_embeddings` must be True or False; received 2"),
+    ("integer-dtype-policy", lambda: gpt(dtype="int32"), ValueError,
+     r"`dtype` must be a floating-point dtype policy .*; received compute dtype int32"),
+    ("bad-activation", lambda: gpt(activation="tanh"), ValueError,
+     r"`activation` must be one of 'relu', 'gelu', .*; received 'tanh'"),
+    ("zero-attention-window", lambda: gpt(attention_window=0), ValueError,
+     r"`attention_window` must be an integer >= 1; received 0"),
+    ("heads-do-not-divide-d-model", lambda: gpt(num_heads=3), ValueError,
+     r"`d_model` \(8\) must be divisible by `num_heads` \(3\)"),
+]
+assert len(CASES) >= 20
+
+
+@pytest.mark.parametrize(
+    "call,error,pattern", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_malformed_input_raises_naming_the_argument(call, error, pattern):
+    with pytest.raises(error) as info:
+        call()
+    # Keras wraps errors raised inside `call` with the call's arguments; the
+    # library's own sentence must be in there, unchanged.
+    message = re.sub(r"\x1b\[[0-9;]*m", "", str(info.value))
+    assert re.search(pattern, message, flags=re.DOTALL), message
+    # Raised by keras_transformer (the call that caused it), not by a backend kernel.
+    frames = [str(f.path) for f in info.traceback]
+    assert any("keras_transformer" in f for f in frames), frames
