@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from decoding_reference import PAD
 from decoding_reference import START
-from decoding_reference import STOP
 from decoding_reference import full_pass_greedy_decoder_only
 from keras import ops
 

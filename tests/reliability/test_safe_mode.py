@@ -1,7 +1,6 @@
 """`.keras` files load with safe_mode=True: no Lambda layers or pickled code."""
 
 import json
-import os
 import zipfile
 
 import keras
