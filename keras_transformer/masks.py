@@ -27,6 +27,14 @@ Every function here takes and returns `keras.ops` tensors and composes with
 
 from keras import ops
 
+__all__ = [
+    "banded_mask",
+    "causal_mask",
+    "key_mask_to_attention_mask",
+    "merge_masks",
+    "padding_mask",
+]
+
 
 def padding_mask(ids, pad_id=0):
     """Key padding mask from token ids.
@@ -61,7 +69,14 @@ def _positions(query_length, key_length, offset=None):
 def causal_mask(query_length, key_length=None, offset=None):
     """Causal mask `(1, T, S)`: query at position p sees keys at positions <= p.
 
-    `offset` is the first query's absolute position (default `S - T`).
+    Args:
+        query_length: T, the number of queries.
+        key_length: S, the number of keys (default T).
+        offset: the first query's absolute position (default `S - T`: queries
+            aligned to the end of the keys; a cached step passes its index).
+
+    Returns:
+        bool tensor `(1, T, S)`, `True` where query t may read key s.
 
     Example:
     >>> from keras import ops
@@ -81,6 +96,15 @@ def banded_mask(query_length, key_length=None, window=1, offset=None):
     Query at position p sees keys at positions p - window < s <= p: itself and
     the `window - 1` positions before it.
 
+    Args:
+        query_length: T, the number of queries.
+        key_length: S, the number of keys (default T).
+        window: how many positions each query sees, its own included.
+        offset: the first query's absolute position (default `S - T`).
+
+    Returns:
+        bool tensor `(1, T, S)`, `True` where query t may read key s.
+
     Example:
     >>> from keras import ops
     >>> ops.convert_to_numpy(banded_mask(4, window=2)).astype(int)[0]
@@ -96,7 +120,20 @@ def banded_mask(query_length, key_length=None, window=1, offset=None):
 
 
 def key_mask_to_attention_mask(key_mask):
-    """Key padding mask `(B, S)` -> attention mask `(B, 1, S)` (any query)."""
+    """Key padding mask `(B, S)` -> attention mask `(B, 1, S)` (any query).
+
+    Args:
+        key_mask: bool `(B, S)`, `True` for real keys, or None.
+
+    Returns:
+        bool `(B, 1, S)`, which broadcasts over the T queries; None for None.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(key_mask_to_attention_mask(np.array([[True, False]]))).shape
+    (1, 1, 2)
+    """
     if key_mask is None:
         return None
     return ops.expand_dims(ops.cast(key_mask, "bool"), 1)
@@ -105,7 +142,13 @@ def key_mask_to_attention_mask(key_mask):
 def merge_masks(*masks):
     """Logical AND of the given masks with broadcasting; `None`s are skipped.
 
-    Returns `None` when every mask is `None` (nothing is masked).
+    Args:
+        *masks: bool masks of broadcastable shapes (e.g. `(1, T, S)` and
+            `(B, 1, S)`), or None.
+
+    Returns:
+        Their logical AND, or `None` when every mask is `None` (nothing is
+        masked).
 
     Example:
     >>> import numpy as np

@@ -192,6 +192,9 @@ def from_hf_gpt2(
     activation, dropout rates and weight tying come from the config when there
     is one (`config.json` next to the file, the model object's `.config`, or
     `config`). Without a config, pass `num_heads`; the rest take GPT-2's values.
+    For a checkpoint written by `GPT2LMHeadModel.save_pretrained("gpt2_dir")`,
+    `from_hf_gpt2("gpt2_dir/model.safetensors")(ids)` equals
+    `GPT2LMHeadModel.from_pretrained("gpt2_dir")(ids).logits`.
 
     Args:
         source: a `model.safetensors` path, a `save_pretrained` folder, a
@@ -217,11 +220,15 @@ def from_hf_gpt2(
             tensor), or a config our model cannot express.
 
     Example:
-        ```python
-        # model = GPT2LMHeadModel(GPT2Config(...)); model.save_pretrained("gpt2_dir")
-        ours = keras_transformer.convert.from_hf_gpt2("gpt2_dir/model.safetensors")
-        logits = ours(token_ids)  # == model(token_ids).logits
-        ```
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> import keras_transformer as kt
+    >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
+    >>> state = hf_gpt2_state_dict(gpt)  # a GPT-2 state dict: name -> array or tensor
+    >>> ours = from_hf_gpt2(state, num_heads=4)  # no config given: name the heads
+    >>> ids = np.array([[5, 6, 7]])
+    >>> float(np.max(np.abs(ops.convert_to_numpy(ours(ids) - gpt(ids))))) < 1e-5
+    True
     """
     state, found_config = _resolve_source(source)
     config = _config_dict(config) if config is not None else found_config
@@ -390,13 +397,19 @@ def save_hf_gpt2(model, directory):
         directory: folder to write (created if needed).
 
     Returns:
-        The path of the written `model.safetensors`.
+        The path of the written `model.safetensors`. Hugging Face loads the
+        folder with `transformers.GPT2LMHeadModel.from_pretrained(directory)`.
 
     Example:
-        ```python
-        save_hf_gpt2(ours, "exported")
-        hf = transformers.GPT2LMHeadModel.from_pretrained("exported")
-        ```
+    >>> import os, tempfile
+    >>> import keras_transformer as kt
+    >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
+    >>> directory = tempfile.mkdtemp()
+    >>> path = save_hf_gpt2(gpt, directory)
+    >>> sorted(os.listdir(directory))
+    ['config.json', 'model.safetensors']
+    >>> from_hf_gpt2(path).count_params() == gpt.count_params()  # reads config.json too
+    True
     """
     from safetensors.numpy import save_file  # lazy: an optional dependency
 

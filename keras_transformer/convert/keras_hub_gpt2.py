@@ -90,13 +90,12 @@ def from_keras_hub_gpt2(source, *, pad_id=None, dropout=None, dtype=None, name=N
         ValueError: not a GPT-2 backbone, missing weights or a shape mismatch.
 
     Example:
-        ```python
-        backbone = keras_hub.models.GPT2Backbone(vocabulary_size=128, num_layers=2,
-            num_heads=4, hidden_dim=32, intermediate_dim=128, max_sequence_length=64)
-        ours = keras_transformer.convert.from_keras_hub_gpt2(backbone)
-        # or, from a folder written by backbone.save_to_preset("gpt2_preset"):
-        ours = keras_transformer.convert.from_keras_hub_gpt2("gpt2_preset")
-        ```
+    >>> import keras_hub
+    >>> backbone = keras_hub.models.GPT2Backbone(vocabulary_size=128, num_layers=2,
+    ...     num_heads=4, hidden_dim=32, intermediate_dim=128, max_sequence_length=64)
+    >>> ours = from_keras_hub_gpt2(backbone)  # or the folder of backbone.save_to_preset(...)
+    >>> ours.config.num_decoder_layers, ours.config.d_model, ours.config.ln_position
+    (2, 32, 'pre')
     """
     backbone = _backbone(source)
     d_model, num_heads = int(backbone.hidden_dim), int(backbone.num_heads)

@@ -257,16 +257,14 @@ def from_torch_transformer(
             place for, or settings the encoder and decoder disagree on.
 
     Example:
-        ```python
-        encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(
-            32, 4, 64, batch_first=True), num_layers=2, enable_nested_tensor=False)
-        decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(
-            32, 4, 64, batch_first=True), num_layers=2)
-        ours = keras_transformer.convert.from_torch_transformer(
-            encoder, decoder, shared_embedding, pad_id=0)
-        memory = encoder(src, src_key_padding_mask=torch.from_numpy(
-            torch_key_padding_mask(src_ids)))
-        ```
+    >>> from torch import nn
+    >>> encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(
+    ...     32, 4, 64, batch_first=True), num_layers=2, enable_nested_tensor=False)
+    >>> decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(
+    ...     32, 4, 64, batch_first=True), num_layers=2)
+    >>> ours = from_torch_transformer(encoder, decoder, nn.Embedding(100, 32), pad_id=0)
+    >>> ours.config.num_encoder_layers, ours.config.num_heads, ours.config.ln_position
+    (2, 4, 'post')
     """
     inferred = {"encoder": _module_settings(encoder), "decoder": _module_settings(decoder)}
     num_heads = _setting("num_heads", num_heads, inferred, None)

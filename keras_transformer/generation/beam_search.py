@@ -9,7 +9,22 @@ _NEG_INF = -1e30
 
 
 def length_penalty(length, alpha):
-    """GNMT's `((5 + length) / 6) ** alpha` (paper: alpha 0.6)."""
+    """GNMT's `((5 + length) / 6) ** alpha` (paper: alpha 0.6).
+
+    Beam search divides each finished hypothesis's summed log-probability by
+    this, so that longer outputs are not penalized for having more terms.
+
+    Args:
+        length: number of generated tokens (an int or an int tensor).
+        alpha: the exponent; 0 turns the penalty off (the divisor is 1).
+
+    Returns:
+        float32 tensor of the shape of `length`.
+
+    Example:
+    >>> [round(float(length_penalty(n, 0.6)), 4) for n in (1, 10, 50)]
+    [1.0, 1.7329, 3.7786]
+    """
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 

@@ -62,6 +62,16 @@ class Sampler:
     likely tokens and/or the `top_p` nucleus, and draws with the Gumbel-max
     trick from hashed `seed`-dependent noise: reproducible on every backend.
 
+    Args:
+        greedy: take the argmax instead of sampling (the other settings are
+            then unused).
+        temperature: divides the logits; below 1 sharpens the distribution,
+            above 1 flattens it.
+        top_k: sample among the `top_k` most likely tokens only, or None.
+        top_p: sample within the nucleus: the smallest set of most likely
+            tokens whose probability reaches `top_p` (in (0, 1]), or None.
+        seed: non-negative int; the same seed gives the same tokens.
+
     Example:
     >>> import numpy as np
     >>> logits = np.log(np.array([[0.5, 0.3, 0.2]], "float32"))
@@ -72,11 +82,11 @@ class Sampler:
     [0, 1]
     """
 
-    greedy: bool = False  # argmax instead of sampling
-    temperature: float = 1.0  # < 1 sharpens, > 1 flattens the distribution
-    top_k: Optional[int] = None  # sample among the k most likely tokens only
-    top_p: Optional[float] = None  # sample within the nucleus of mass top_p only
-    seed: int = 0  # the same seed gives the same tokens
+    greedy: bool = False
+    temperature: float = 1.0
+    top_k: Optional[int] = None
+    top_p: Optional[float] = None
+    seed: int = 0
 
     def __post_init__(self):
         validation.check_positive_float("temperature", self.temperature)
@@ -86,7 +96,14 @@ class Sampler:
         validation.check_int("seed", self.seed, minimum=0)
 
     def filter(self, logits):
-        """Temperature-scaled logits with everything outside top-k / top-p at -inf."""
+        """Temperature-scaled logits with everything outside top-k / top-p at -inf.
+
+        Args:
+            logits: `(batch, vocab)` scores of the next token.
+
+        Returns:
+            float32 `(batch, vocab)` logits.
+        """
         logits = ops.cast(logits, "float32") / self.temperature
         if self.top_k is not None:
             logits = top_k_filter(logits, min(self.top_k, logits.shape[-1]))
@@ -95,7 +112,13 @@ class Sampler:
         return logits
 
     def __call__(self, logits, step):
-        """Token ids `(batch,)` int32 for logits `(batch, vocab)` at decoding `step`."""
+        """Token ids `(batch,)` int32 for logits `(batch, vocab)` at decoding `step`.
+
+        Args:
+            logits: `(batch, vocab)` scores of the next token.
+            step: the decoding step (an int or scalar tensor); it picks the
+                noise, so each step draws afresh and a rerun draws the same.
+        """
         if self.greedy:
             return ops.cast(ops.argmax(logits, axis=-1), "int32")
         logits = self.filter(logits)
@@ -105,3 +128,4 @@ class Sampler:
 
 
 GREEDY = Sampler(greedy=True)
+"""The default sampler of `generate`: always the most likely token."""

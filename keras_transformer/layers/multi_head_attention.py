@@ -161,6 +161,9 @@ class MultiHeadAttention(keras.layers.Layer):
         """Cross-attention keys and values of `memory`, `(batch, 2, S, heads, d_head)`.
 
         Computed once per source for decoding, then passed as `cache`.
+
+        Args:
+            memory: `(batch, S, d_model)` encoder output.
         """
         if self.mode != "cross":
             raise ValueError("key_value_cache is for mode='cross' layers.")
@@ -231,7 +234,16 @@ class MultiHeadAttention(keras.layers.Layer):
             )
 
     def attention_probabilities(self, query, memory=None, key_mask=None):
-        """Attention probabilities `(batch, heads, T, S)` (float32), no dropout."""
+        """Attention probabilities `(batch, heads, T, S)` (float32), no dropout.
+
+        What the layer's softmax computes for these inputs, for inspection
+        (e.g. a cross-attention heatmap); masked keys get probability 0.
+
+        Args:
+            query: `(batch, T, d_model)`.
+            memory: `(batch, S, d_model)` encoder output, for `mode="cross"` only.
+            key_mask: bool `(batch, S)` key padding mask (`True` = real token).
+        """
         self._check_inputs(query, memory)
         q, k, _, _ = self._project(query, memory)
         if key_mask is not None:

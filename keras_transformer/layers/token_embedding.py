@@ -66,7 +66,11 @@ class TokenEmbedding(keras.layers.Layer):
         return hidden
 
     def project(self, hidden):
-        """Logits `(batch, T, vocab_size)` from hidden states, with the tied matrix."""
+        """Logits `(batch, T, vocab_size)` from hidden states, with the tied matrix.
+
+        Args:
+            hidden: `(batch, T, d_model)` hidden states.
+        """
         kernel = ops.cast(self.embeddings, self.compute_dtype)
         return ops.matmul(hidden, ops.transpose(kernel))
 

@@ -204,11 +204,39 @@ class TransformerBlock(keras.layers.Layer):
         x = self._residual(x, self.feed_forward_norm, self.feed_forward, training)
         return x if cache is None else (x, updated)
 
+    def cross_attention_probabilities(self, x, memory, padding_mask=None, memory_mask=None):
+        """Cross-attention weights `(batch, heads, T, S)` this block computes for input `x`.
+
+        Runs the self-attention sub-layer as `call` does (no dropout), then
+        returns the cross-attention softmax over the memory positions: which
+        source tokens each target position reads. For inspection and figures.
+
+        Args:
+            x: the block's input `(batch, T, d_model)`.
+            memory: the encoder output `(batch, S, d_model)`.
+            padding_mask: bool `(batch, T)` key padding mask of `x`.
+            memory_mask: bool `(batch, S)` key padding mask of `memory`.
+        """
+        if not self.has_cross_attention:
+            raise ValueError("This block has cross_attention=False: it has no cross-attention.")
+        x = self._residual(
+            x, self.self_attention_norm,
+            lambda h: self.self_attention(h, key_mask=padding_mask), training=False,
+        )
+        query = self.cross_attention_norm(x) if self.ln_position == "pre" else x
+        return self.cross_attention.attention_probabilities(query, memory, key_mask=memory_mask)
+
     def empty_cache(self, batch_size, max_length, memory=None):
         """Zero key/value cache for decoding up to `max_length` positions.
 
         A dict with `"self"`: `(batch, 2, max_length, heads, d_head)` zeros, and
         for cross-attention blocks `"cross"`: the keys and values of `memory`.
+
+        Args:
+            batch_size: rows of the batch to decode.
+            max_length: positions the self-attention cache holds.
+            memory: `(batch, S, d_model)` encoder output (cross-attention
+                blocks only).
         """
         heads = self.self_attention.num_heads
         shape = (batch_size, 2, max_length, heads, self.self_attention.d_head)

@@ -11,6 +11,10 @@ _FAMILIES = {"DecoderOnly": DecoderOnly, "EncoderDecoder": EncoderDecoder}
 def preset_config(name, **overrides):
     """`TransformerConfig` of any preset, without building weights.
 
+    Args:
+        name: a key of `PRESETS`.
+        **overrides: constructor arguments that replace the preset's.
+
     Example:
     >>> preset_config("gpt3_175b").count_params()
     174604259328

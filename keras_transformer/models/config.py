@@ -20,6 +20,36 @@ class TransformerConfig:
     arguments; `num_encoder_layers == 0` means decoder-only. Nothing here is a
     runtime mode: training and decoding are call arguments, not config.
 
+    Args:
+        vocab_size: one vocabulary for source and target (the paper's shared
+            BPE).
+        num_decoder_layers: decoder (or GPT) blocks.
+        d_model: width of the residual stream.
+        num_heads: attention heads; each sees `d_model / num_heads` dimensions.
+        d_ff: inner width of the feed-forward network (4 x d_model in both
+            papers).
+        num_encoder_layers: encoder blocks; 0 means decoder-only (GPT), 6 in
+            the 2017 paper.
+        max_length: rows of a learned position table; sinusoids need no limit.
+        ln_position: `"post"`: `LN(x + f(x))` (2017); `"pre"`: `x + f(LN(x))`
+            (GPT-2).
+        position: `"sinusoidal"`: fixed, any length; `"learned"`: a table.
+        position_layout: sinusoid layout: `"interleaved"` (paper) or fairseq's
+            `"concatenated"`.
+        activation: feed-forward non-linearity: `"relu"` (2017) or `"gelu"`
+            (GPT-2), also `"gelu_exact"` and `"silu"`.
+        dropout: on embeddings+positions and on each sub-layer output.
+        attention_dropout: on attention probabilities; 0 keeps fused kernels.
+        tie_embeddings: the pre-softmax projection reuses the token embedding.
+        scale_embeddings: multiply token embeddings by `sqrt(d_model)` so they
+            are not drowned by the sinusoids.
+        pad_id: token id treated as padding; None means no padding mask.
+        attention_window: GPT-3 banded layers look this far back (None:
+            every layer is dense).
+        banded_layers: which decoder layers are banded: `"alternate"` (GPT-3)
+            or `"all"`.
+        layer_norm_epsilon: LayerNorm epsilon (GPT-2: 1e-5, tensor2tensor 1e-6).
+
     Example:
     >>> config = TransformerConfig(vocab_size=50257, num_encoder_layers=0,
     ...     num_decoder_layers=12, d_model=768, num_heads=12, d_ff=3072,
@@ -29,25 +59,25 @@ class TransformerConfig:
     124439808
     """
 
-    vocab_size: int  # one vocabulary for source and target (the paper's shared BPE)
-    num_decoder_layers: int  # decoder (or GPT) blocks
-    d_model: int  # width of the residual stream
-    num_heads: int  # attention heads; each sees d_model / num_heads dimensions
-    d_ff: int  # inner width of the feed-forward network (4 x d_model in both papers)
-    num_encoder_layers: int = 0  # 0 = decoder-only (GPT); 6 in the 2017 paper
-    max_length: int = 1024  # rows of a learned position table; sinusoids need no limit
-    ln_position: str = "post"  # "post": LN(x + f(x)) (2017); "pre": x + f(LN(x)) (GPT-2)
-    position: str = "sinusoidal"  # "sinusoidal": fixed, any length; "learned": a table
-    position_layout: str = "interleaved"  # sinusoid layout: paper or fairseq "concatenated"
-    activation: str = "relu"  # feed-forward non-linearity: ReLU (2017) or GELU (GPT-2)
-    dropout: float = 0.1  # on embeddings+positions and on each sub-layer output
-    attention_dropout: float = 0.0  # on attention probabilities; 0 keeps flash kernels
-    tie_embeddings: bool = True  # pre-softmax projection reuses the token embedding
-    scale_embeddings: bool = True  # x sqrt(d_model) so tokens are not drowned by sinusoids
-    pad_id: Optional[int] = 0  # token id treated as padding; None = no padding mask
-    attention_window: Optional[int] = None  # GPT-3 banded layers: look this far back
-    banded_layers: str = "alternate"  # which decoder layers are banded: GPT-3 alternates
-    layer_norm_epsilon: float = 1e-5  # LayerNorm epsilon (GPT-2: 1e-5, tensor2tensor 1e-6)
+    vocab_size: int
+    num_decoder_layers: int
+    d_model: int
+    num_heads: int
+    d_ff: int
+    num_encoder_layers: int = 0
+    max_length: int = 1024
+    ln_position: str = "post"
+    position: str = "sinusoidal"
+    position_layout: str = "interleaved"
+    activation: str = "relu"
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    tie_embeddings: bool = True
+    scale_embeddings: bool = True
+    pad_id: Optional[int] = 0
+    attention_window: Optional[int] = None
+    banded_layers: str = "alternate"
+    layer_norm_epsilon: float = 1e-5
 
     def __post_init__(self):
         validation.check_int("vocab_size", self.vocab_size)
@@ -81,7 +111,11 @@ class TransformerConfig:
             )
 
     def decoder_attention_mode(self, layer_index):
-        """Self-attention mode of decoder layer `layer_index`: causal or banded."""
+        """Self-attention mode of decoder layer `layer_index`: causal or banded.
+
+        Args:
+            layer_index: 0-based index of the decoder block.
+        """
         if self.attention_window is None:
             return "causal"
         if self.banded_layers == "all" or layer_index % 2 == 1:

@@ -123,7 +123,12 @@ class DecoderOnly(TransformerModel):
         return self._forward(ids, caches=caches, cache_index=cache_index)
 
     def empty_cache(self, batch_size, max_length):
-        """Per-block zero key/value caches for decoding up to `max_length` positions."""
+        """Per-block zero key/value caches for decoding up to `max_length` positions.
+
+        Args:
+            batch_size: rows of the batch to decode.
+            max_length: positions each cache holds (prompt plus new tokens).
+        """
         return [block.empty_cache(batch_size, max_length) for block in self.blocks]
 
     def generate(

@@ -125,7 +125,12 @@ class EncoderDecoder(TransformerModel):
         self.built = True
 
     def encode(self, source_ids, training=None):
-        """Encoder output ("memory") `(batch, S, d_model)` for source ids `(batch, S)`."""
+        """Encoder output ("memory") `(batch, S, d_model)` for source ids `(batch, S)`.
+
+        Args:
+            source_ids: int `(batch, S)` source ids, padded with `pad_id`.
+            training: whether dropout is active.
+        """
         hidden = self.embed(source_ids, training=training)
         padding = masks.padding_mask(source_ids, self.config.pad_id)  # (batch, S)
         return self.run_stack(
@@ -144,6 +149,14 @@ class EncoderDecoder(TransformerModel):
         which holds the cross-attention keys and values, so `memory` may be
         None) and `cache_index`, the position of `target_ids[:, 0]`; the
         result is then `(logits, updated caches)`.
+
+        Args:
+            target_ids: int `(batch, T)` decoder inputs (the target shifted right).
+            memory: `(batch, S, d_model)` from `encode`, or None with `caches`.
+            memory_mask: bool `(batch, S)`, `True` for real source tokens.
+            caches: per-block caches from `empty_cache`, or None (full pass).
+            cache_index: absolute position of `target_ids[:, 0]` (with `caches`).
+            training: whether dropout is active.
         """
         start = 0 if caches is None else cache_index
         hidden = self.embed(target_ids, start_index=start, training=training)
@@ -166,9 +179,47 @@ class EncoderDecoder(TransformerModel):
         hidden, caches = out
         return self.logits(hidden), caches
 
+    def cross_attention_probabilities(self, source_ids, target_ids):
+        """Each decoder layer's cross-attention weights, for inspection.
+
+        Args:
+            source_ids: int `(batch, S)` source ids.
+            target_ids: int `(batch, T)` decoder inputs (start token first).
+
+        Returns:
+            A list with one float32 `(batch, heads, T, S)` tensor per decoder
+            layer: how much each target position attends to each source token
+            (padding gets 0; each row sums to 1).
+
+        Example:
+        >>> import numpy as np
+        >>> model = EncoderDecoder(vocab_size=50, num_layers=2, d_model=16,
+        ...                        num_heads=2, d_ff=32)
+        >>> maps = model.cross_attention_probabilities(np.array([[5, 6, 7, 0]]),
+        ...                                            np.array([[1, 8, 9]]))
+        >>> len(maps), tuple(maps[0].shape)
+        (2, (1, 2, 3, 4))
+        """
+        memory = self.encode(source_ids)
+        memory_mask = masks.padding_mask(source_ids, self.config.pad_id)  # (batch, S)
+        padding = masks.padding_mask(target_ids, self.config.pad_id)  # (batch, T)
+        hidden = self.embed(target_ids)
+        maps = []
+        for block in self.decoder_blocks:
+            maps.append(
+                block.cross_attention_probabilities(hidden, memory, padding, memory_mask)
+            )
+            hidden = block(hidden, padding_mask=padding, memory=memory, memory_mask=memory_mask)
+        return maps
+
     def empty_cache(self, memory, max_length):
         """Decoder caches: zero self-attention caches of `max_length` positions
-        and each block's cross-attention keys/values of `memory`, computed once."""
+        and each block's cross-attention keys/values of `memory`, computed once.
+
+        Args:
+            memory: `(batch, S, d_model)` encoder output.
+            max_length: target positions each self-attention cache holds.
+        """
         batch = ops.shape(memory)[0]
         return [block.empty_cache(batch, max_length, memory) for block in self.decoder_blocks]
 

@@ -72,6 +72,12 @@ PRESETS = {
         _gpt(4, 32, 4, max_length=64, vocab_size=128, attention_window=4),
     ),
 }
+"""Every named architecture: `name -> (family class name, constructor arguments)`.
+
+`transformer_base`/`transformer_big` (2017 paper), `gpt2_small` to `gpt2_xl`,
+`gpt3_175b` (count it with `preset_config`: too large to build here), and the
+test-sized `transformer_tiny`, `gpt2_tiny`, `gpt3_tiny`.
+"""
 
 
 def get_preset(name):

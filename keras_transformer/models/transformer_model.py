@@ -128,7 +128,13 @@ class TransformerModel(keras.Model):
 
     # --- the forward pass pieces ---------------------------------------------
     def embed(self, ids, start_index=0, training=None):
-        """Token embedding (scaled if asked) + positions, then dropout: `(B, T, d_model)`."""
+        """Token embedding (scaled if asked) + positions, then dropout: `(B, T, d_model)`.
+
+        Args:
+            ids: int token ids `(B, T)`.
+            start_index: absolute position of `ids[:, 0]` (for cached steps).
+            training: whether dropout is active.
+        """
         hidden = self.token_embedding(ids)
         hidden = hidden + self.position_embedding(hidden, start_index=start_index)
         return self.embedding_dropout(hidden, training=training)
@@ -142,6 +148,17 @@ class TransformerModel(keras.Model):
 
         With `caches` (one per block, for cached decoding) returns
         `(hidden, updated caches)`; the blocks run the same code either way.
+
+        Args:
+            blocks: the `TransformerBlock`s of one stack, in order.
+            final_norm: the stack's closing LayerNorm (pre-LN), or None.
+            hidden: `(B, T, d_model)` embedded inputs.
+            padding_mask: bool `(B, T)`, `True` for real positions, or None.
+            training: whether dropout is active.
+            caches: one key/value cache per block, or None for a full pass.
+            cache_index: absolute position of `hidden`'s first row (with `caches`).
+            **memory: `memory` and `memory_mask` for decoder blocks with
+                cross-attention.
         """
         updated = []
         for i, block in enumerate(blocks):
@@ -158,7 +175,11 @@ class TransformerModel(keras.Model):
         return hidden if caches is None else (hidden, updated)
 
     def logits(self, hidden):
-        """Pre-softmax projection `(B, T, d_model)` -> `(B, T, vocab_size)`."""
+        """Pre-softmax projection `(B, T, d_model)` -> `(B, T, vocab_size)`.
+
+        Args:
+            hidden: `(B, T, d_model)` outputs of the last block.
+        """
         if self.config.tie_embeddings:
             return self.token_embedding.project(hidden)
         return self.output_projection(hidden)
@@ -174,6 +195,14 @@ class TransformerModel(keras.Model):
         `EncoderDecoder` uses the 2017 paper's recipe
         (`keras_transformer.training.paper_recipe`), `DecoderOnly` GPT's
         (`gpt_recipe`). Pass any argument to override that part alone.
+
+        Args:
+            optimizer: a Keras optimizer, or `"auto"` for the recipe's.
+            loss: a Keras loss, or `"auto"` for the recipe's label-smoothed
+                cross-entropy that ignores `pad_id`.
+            metrics: a list of metrics, or `"auto"` for masked accuracy and
+                perplexity.
+            **kwargs: any other `keras.Model.compile` argument.
         """
         recipe = self.training_recipe()
         super().compile(
@@ -192,12 +221,21 @@ class TransformerModel(keras.Model):
     # --- presets and serialization -------------------------------------------
     @classmethod
     def preset_config(cls, name, **overrides):
-        """The `TransformerConfig` of a preset, without building it (for counts)."""
+        """The `TransformerConfig` of a preset, without building it (for counts).
+
+        Args:
+            name: a preset of this family (see `keras_transformer.models.PRESETS`).
+            **overrides: constructor arguments that replace the preset's.
+        """
         return cls.make_config(**cls._preset_arguments(name, overrides))
 
     @classmethod
     def from_preset(cls, name, **overrides):
         """Builds preset `name`; any constructor argument can be overridden.
+
+        Args:
+            name: a preset of this family (see `keras_transformer.models.PRESETS`).
+            **overrides: constructor arguments that replace the preset's.
 
         Example:
         >>> import keras_transformer as kt

@@ -12,6 +12,11 @@ from keras_transformer.training.warmup_cosine_schedule import WarmupCosineSchedu
 def paper_optimizer(d_model, warmup=4000, scale=1.0):
     """The 2017 paper's optimizer: Adam(0.9, 0.98, 1e-9) on the inverse-sqrt schedule.
 
+    Args:
+        d_model: the model width; the schedule scales by `d_model^-0.5`.
+        warmup: warmup steps of `InverseSqrtSchedule` (paper: 4,000).
+        scale: constant factor on the learning rate curve.
+
     Example:
     >>> optimizer = paper_optimizer(d_model=512)
     >>> optimizer.beta_2, optimizer.epsilon
@@ -31,6 +36,12 @@ def gpt_optimizer(
     """GPT-2/GPT-3 style AdamW: betas (0.9, 0.95), warmup + cosine to 10%, clip 1.0.
 
     Biases, LayerNorm parameters and position tables are not decayed.
+
+    Args:
+        peak_learning_rate: rate at the end of the warmup (GPT-2 small: 6e-4).
+        warmup_steps: linear warmup length.
+        total_steps: step at which the cosine reaches 10% of the peak.
+        weight_decay: decoupled weight decay on the matrices.
 
     Example:
     >>> optimizer = gpt_optimizer(total_steps=10_000)
@@ -55,7 +66,23 @@ def token_metrics(pad_id):
 
 
 def paper_recipe(config):
-    """`compile` arguments of the 2017 paper for a `TransformerConfig`."""
+    """`compile` arguments of the 2017 paper for a `TransformerConfig`.
+
+    `paper_optimizer(d_model)`, label smoothing 0.1 ignoring `pad_id`, masked
+    accuracy and perplexity: what `EncoderDecoder.compile()` uses.
+
+    Args:
+        config: the model's `TransformerConfig` (`model.config`).
+
+    Returns:
+        A dict with `optimizer`, `loss` and `metrics` for `model.compile(**...)`.
+
+    Example:
+    >>> from keras_transformer.models import preset_config
+    >>> recipe = paper_recipe(preset_config("transformer_base"))
+    >>> sorted(recipe), recipe["loss"].label_smoothing
+    (['loss', 'metrics', 'optimizer'], 0.1)
+    """
     return dict(
         optimizer=paper_optimizer(config.d_model),
         loss=LabelSmoothedCrossEntropy(label_smoothing=0.1, pad_id=config.pad_id),
@@ -64,7 +91,24 @@ def paper_recipe(config):
 
 
 def gpt_recipe(config):
-    """`compile` arguments of GPT-2/GPT-3 style training for a `TransformerConfig`."""
+    """`compile` arguments of GPT-2/GPT-3 style training for a `TransformerConfig`.
+
+    `gpt_optimizer()` (AdamW, warmup + cosine), unsmoothed cross-entropy
+    ignoring `pad_id`, masked accuracy and perplexity: what
+    `DecoderOnly.compile()` uses.
+
+    Args:
+        config: the model's `TransformerConfig` (`model.config`).
+
+    Returns:
+        A dict with `optimizer`, `loss` and `metrics` for `model.compile(**...)`.
+
+    Example:
+    >>> from keras_transformer.models import preset_config
+    >>> recipe = gpt_recipe(preset_config("gpt2_small"))
+    >>> type(recipe["optimizer"]).__name__, recipe["loss"].label_smoothing
+    ('AdamW', 0.0)
+    """
     return dict(
         optimizer=gpt_optimizer(),
         loss=LabelSmoothedCrossEntropy(label_smoothing=0.0, pad_id=config.pad_id),

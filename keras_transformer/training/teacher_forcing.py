@@ -8,6 +8,10 @@ from keras_transformer import validation
 def shift_right(target_ids, start_id):
     """Decoder inputs: `start_id` then the target without its last token.
 
+    Args:
+        target_ids: int `(..., T)` target ids.
+        start_id: the token every decoder input starts with.
+
     Example:
     >>> shift_right(np.array([[7, 8, 2, 0]]), start_id=1)
     array([[1, 7, 8, 2]])
@@ -23,6 +27,11 @@ def translation_pairs(source_ids, target_ids, start_id):
     `labels` are the target ids themselves (end with your end token);
     `"target"` is the same sequence shifted right behind `start_id`, so all
     positions train in one pass under the causal mask.
+
+    Args:
+        source_ids: int `(N, S)` source ids, padded with the model's `pad_id`.
+        target_ids: int `(N, T)` target ids, padded likewise.
+        start_id: the token every decoder input starts with.
 
     Example:
     >>> inputs, labels = translation_pairs([[5, 6, 2]], [[7, 8, 2, 0]], start_id=1)
@@ -45,6 +54,11 @@ def next_token_windows(stream, length, stride=None):
     Each input is `length` consecutive tokens and its labels are the same
     window moved one token on. Windows start every `stride` tokens (default
     `length`: no overlap); the tail that does not fill a window is dropped.
+
+    Args:
+        stream: 1-D token ids (a whole corpus, documents joined by an end token).
+        length: tokens per window (the model's context, e.g. 1,024).
+        stride: tokens between window starts (default `length`).
 
     Example:
     >>> inputs, labels = next_token_windows(np.arange(10), length=4)

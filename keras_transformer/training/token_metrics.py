@@ -47,6 +47,7 @@ class MaskedAccuracy(_MaskedTokenMean):
     Args:
         pad_id: label id to skip, or None.
         name: metric name.
+        dtype: dtype of the running totals (float32).
 
     Example:
     >>> import numpy as np
@@ -72,6 +73,7 @@ class Perplexity(_MaskedTokenMean):
     Args:
         pad_id: label id to skip, or None.
         name: metric name.
+        dtype: dtype of the running totals (float32).
 
     Example:
     >>> import numpy as np
