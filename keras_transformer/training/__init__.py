@@ -10,6 +10,7 @@ from keras_transformer.training.recipes import paper_recipe
 from keras_transformer.training.teacher_forcing import next_token_windows
 from keras_transformer.training.teacher_forcing import shift_right
 from keras_transformer.training.teacher_forcing import translation_pairs
+from keras_transformer.training.time_limit import TimeLimit
 from keras_transformer.training.token_metrics import MaskedAccuracy
 from keras_transformer.training.token_metrics import Perplexity
 from keras_transformer.training.warmup_cosine_schedule import WarmupCosineSchedule
@@ -20,6 +21,7 @@ __all__ = [
     "LabelSmoothedCrossEntropy",
     "MaskedAccuracy",
     "Perplexity",
+    "TimeLimit",
     "WarmupCosineSchedule",
     "gpt_optimizer",
     "gpt_recipe",

@@ -1,0 +1,110 @@
+"""Subword vocabularies: SentencePiece trained on the training split.
+
+A shared vocabulary (one table for source and target, as the paper's shared
+BPE) is trained with SentencePiece and used through keras-hub's
+`SentencePieceTokenizer`, a Keras layer that runs inside `tf.data`. The ids
+follow keras-hub's layout, which matches our models' `pad_id=0` default:
+
+| id | token |
+|---|---|
+| 0 | padding (`PAD_ID`, the models' `pad_id`) |
+| 1 | unknown (`UNK_ID`) |
+| 2 | start of a target (`START_ID`, the decoder's first input) |
+| 3 | end of a sequence (`END_ID`, the stop token) |
+
+This module needs TensorFlow (keras-hub's tokenizers are TensorFlow ops); it
+imports it only when called, so models still build and train without it.
+"""
+
+import io
+import os
+
+from keras_transformer import validation
+
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+TOKENIZER_FILENAME = "tokenizer.spm"
+"""File name `save_tokenizer` writes the vocabulary to inside a folder."""
+
+
+def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_whitespace=False):
+    """Trains a SentencePiece vocabulary on `texts` and returns its tokenizer.
+
+    Args:
+        texts: an iterable of strings (e.g. the training split's sources and
+            targets, for a shared vocabulary).
+        vocabulary_size: number of pieces, special tokens included.
+        model_type: `"unigram"` (SentencePiece's default) or `"bpe"`.
+        keep_whitespace: False normalizes text with NFKC and collapses runs of
+            spaces (natural language); True keeps every character as is,
+            including indentation and newlines (source code), and falls back to
+            bytes for characters outside the vocabulary.
+
+    Returns:
+        A `keras_hub.tokenizers.SentencePieceTokenizer` whose ids follow the
+        table above. Save it with `save_tokenizer`.
+
+    Example:
+    >>> words = ["the cat sat", "the dog ran", "a cat ran"] * 20
+    >>> tokenizer = train_sentencepiece(words, vocabulary_size=20)
+    >>> tokenizer.vocabulary_size() <= 20  # a tiny corpus may not fill it
+    True
+    >>> tokenizer.detokenize(tokenizer.tokenize("the cat ran"))
+    'the cat ran'
+
+    """
+    validation.check_int("vocabulary_size", vocabulary_size, minimum=8)
+    validation.check_choice("model_type", model_type, ("unigram", "bpe"))
+    validation.check_bool("keep_whitespace", keep_whitespace)
+    import sentencepiece
+    from keras_hub.tokenizers import SentencePieceTokenizer
+
+    options = dict(
+        model_type=model_type,
+        vocab_size=vocabulary_size,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=START_ID,
+        eos_id=END_ID,
+        hard_vocab_limit=False,  # a small corpus may not fill the vocabulary
+        minloglevel=2,
+    )
+    if keep_whitespace:
+        options.update(
+            normalization_rule_name="identity",
+            remove_extra_whitespaces=False,
+            allow_whitespace_only_pieces=True,
+            split_by_whitespace=False,
+            byte_fallback=True,
+            user_defined_symbols=["\n", "\t"],
+            max_sentence_length=1 << 16,
+        )
+    writer = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(list(texts)), model_writer=writer, **options
+    )
+    return SentencePieceTokenizer(proto=writer.getvalue())
+
+
+def save_tokenizer(tokenizer, folder):
+    """Writes the tokenizer's SentencePiece model to `folder/tokenizer.spm`.
+
+    Returns:
+        The path written.
+    """
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, TOKENIZER_FILENAME)
+    with open(path, "wb") as f:
+        f.write(tokenizer.proto)
+    return path
+
+
+def load_tokenizer(path):
+    """A `SentencePieceTokenizer` from a `.spm` file or a folder holding `tokenizer.spm`."""
+    from keras_hub.tokenizers import SentencePieceTokenizer
+
+    if os.path.isdir(path):
+        path = os.path.join(path, TOKENIZER_FILENAME)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No SentencePiece model at {path!r}.")
+    with open(path, "rb") as f:
+        return SentencePieceTokenizer(proto=f.read())
