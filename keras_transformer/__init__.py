@@ -8,6 +8,7 @@ True
 """
 
 from keras_transformer import convert
+from keras_transformer import distribution
 from keras_transformer import generation
 from keras_transformer import layers
 from keras_transformer import masks
@@ -22,6 +23,7 @@ __all__ = [
     "DecoderOnly",
     "EncoderDecoder",
     "convert",
+    "distribution",
     "generation",
     "layers",
     "masks",
