@@ -28,7 +28,9 @@ JAX_ONLY = pytest.mark.skipif(
 )
 
 
-def _models():
+@pytest.fixture(scope="module")
+def models():
+    """Both families, tied and untied, one with GPT-3's banded layers and a custom name."""
     return {
         "gpt2_tied": kt.DecoderOnly.from_preset("gpt2_tiny", num_layers=1),
         "gpt2_untied": kt.DecoderOnly.from_preset("gpt2_tiny", num_layers=1, tie_embeddings=False),
@@ -47,10 +49,10 @@ def _axes(layouts, path, ndim):
 
 
 @pytest.mark.parametrize("embedding", ["vocab", "model"])
-def test_layout_map_gives_every_weight_of_both_families_its_layout(embedding):
+def test_layout_map_gives_every_weight_of_both_families_its_layout(models, embedding):
     layouts = distribution.layout_map(distribution.make_mesh(4, devices=CPUS), embedding=embedding)
     split = 0
-    for model in _models().values():
+    for model in models.values():
         for variable in model.weights:
             ndim = len(variable.shape)
             want = expected_axes(variable.path, ndim, embedding=embedding)
