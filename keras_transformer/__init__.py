@@ -9,6 +9,7 @@ True
 
 from keras_transformer import convert
 from keras_transformer import distribution
+from keras_transformer import data
 from keras_transformer import generation
 from keras_transformer import layers
 from keras_transformer import masks
@@ -24,6 +25,7 @@ __all__ = [
     "EncoderDecoder",
     "convert",
     "distribution",
+    "data",
     "generation",
     "layers",
     "masks",

@@ -37,7 +37,8 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
         keep_whitespace: False normalizes text with NFKC and collapses runs of
             spaces (natural language); True keeps every character as is,
             including indentation and newlines (source code), and falls back to
-            bytes for characters outside the vocabulary.
+            bytes for characters outside the vocabulary (its 256 byte pieces
+            count in `vocabulary_size`).
 
     Returns:
         A `keras_hub.tokenizers.SentencePieceTokenizer` whose ids follow the
