@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
 SLOW_BACKEND ?= jax
 export TF_CPP_MIN_LOG_LEVEL ?= 3
+export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: install test test-all demo clean
+.PHONY: install test test-all demo docs docs-serve clean
 
 install: $(STAMP)
 
@@ -17,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[tensorflow,jax,torch,test]"
+	$(PY) -m pip install -q -e ".[tensorflow,jax,torch,test,examples,docs]"
 	touch $(STAMP)
 
 # One pytest run per backend; fails if any backend fails. Tests marked slow
@@ -27,7 +28,9 @@ test: $(STAMP)
 		if [ "$$backend" = "$(SLOW_BACKEND)" ]; then marks=""; else marks="not slow"; fi; \
 		echo "=== KERAS_BACKEND=$$backend $${marks:+(-m '$$marks')}"; \
 		KERAS_BACKEND=$$backend $(PY) -m pytest -q -m "$$marks" || status=1; \
-	done; exit $$status
+	done; \
+	echo "=== mkdocs build --strict"; $(VENV)/bin/mkdocs build --strict -q || status=1; \
+	exit $$status
 
 test-all: export KT_HYPOTHESIS_EXAMPLES = 50
 test-all: $(STAMP)
@@ -39,5 +42,12 @@ test-all: $(STAMP)
 demo: $(STAMP)
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) examples/copy_task.py
 
+# The documentation site, built into site/ (warnings fail the build).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(VENV)/bin/mkdocs serve
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info site

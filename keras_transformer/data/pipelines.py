@@ -123,7 +123,16 @@ def translation_dataset(
     data = data.map(lambda e: ({"source": e["source"], "target": e["target"]}, e["labels"]))
     if shuffle:
         data = data.shuffle(64, seed=seed + 1, reshuffle_each_iteration=True)
-    return data.prefetch(tf.data.AUTOTUNE)
+    return _with_cardinality(data).prefetch(tf.data.AUTOTUNE)
+
+
+def _with_cardinality(data):
+    """Counts the batches once (filling the tokenization cache) and records the
+    count, so `fit` shows a progress bar with a total from the first epoch.
+    The count is the same every epoch: bucket membership depends on lengths only."""
+    tf = _tf()
+    count = int(data.reduce(np.int64(0), lambda count, _: count + 1))
+    return data.apply(tf.data.experimental.assert_cardinality(count))
 
 
 def language_model_dataset(

@@ -73,6 +73,8 @@ def test_training_drops_partial_batches_so_shapes_repeat():
                                        max_length=48, bucket_width=16)
     shapes = {b[0].shape for b in batches(data)}
     assert shapes <= {(32, 16), (16, 32), (10, 48)}
+    # The batch count is known up front (a progress bar with a total) and holds each epoch.
+    assert int(data.cardinality()) == len(batches(data)) == len(batches(data))
 
 
 @pytest.mark.parametrize("arguments, name", [
