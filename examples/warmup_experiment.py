@@ -13,9 +13,9 @@ LayerNorm position, each depth and each schedule (a constant Adam learning rate
 from the first step, or the same peak reached by a linear warmup) it trains the
 same model on the same batches and records the loss at every step.
 
-    KERAS_BACKEND=jax python examples/warmup_experiment.py            # ~5 min on 2 CPU cores
+    KERAS_BACKEND=jax python examples/warmup_experiment.py            # ~8 min on 2 CPU cores
     KERAS_BACKEND=jax python examples/warmup_experiment.py --smoke    # seconds: checks it runs
-    python examples/warmup_experiment.py --depths 6 12 24 --steps 2000 --d-model 128   # larger
+    python examples/warmup_experiment.py --depths 6 12 24 --steps 2000 --d-model 128   # larger (hours on a CPU)
 
 It writes the curves to docs/figures/warmup_experiment.png (or `--output`) and
 the numbers behind them to a JSON file next to it, and prints a summary table.

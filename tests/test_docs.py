@@ -169,6 +169,7 @@ def test_quickstart_runs_as_written(tmp_path):
 
 
 def test_warmup_experiment_smoke(tmp_path):
+    pytest.importorskip("matplotlib")
     png = tmp_path / "warmup.png"
     out = run_script(
         [os.path.join(ROOT, "examples", "warmup_experiment.py"), "--smoke", "--output", str(png)],
@@ -179,6 +180,7 @@ def test_warmup_experiment_smoke(tmp_path):
 
 
 def test_figure_script_runs(tmp_path):
+    pytest.importorskip("matplotlib")
     run_script(
         [os.path.join(ROOT, "docs", "figures", "make_figures.py"), "--output-dir",
          str(tmp_path), "masks", "lr"],
