@@ -44,12 +44,16 @@ class CatalogError(ValueError):
 class Message:
     """One catalog entry.
 
-    Attributes:
+    Args:
         source: the English message (`msgid`).
         translations: `msgstr` (one item) or `msgstr[0..n]` for plural forms.
         plural: the English plural (`msgid_plural`), or None.
         context: the disambiguating `msgctxt`, or None.
         fuzzy: True when translators flagged the entry as unreviewed (`.po` only).
+
+    Example:
+    >>> Message("%d file", ("%d Datei", "%d Dateien"), plural="%d files").pairs()
+    [('%d file', '%d Datei'), ('%d files', '%d Dateien')]
     """
 
     source: str

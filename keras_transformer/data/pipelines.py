@@ -31,8 +31,17 @@ def _tf():
 
 
 def tokenize_pairs(pairs, tokenizer, batch_size=1024):
-    """Token ids of each `(source, target)` pair: a `tf.data.Dataset` of
-    `{"source": (S,), "target": (T,)}` int32 (no special tokens yet), cached."""
+    """Token ids of each `(source, target)` pair, tokenized once and cached.
+
+    Args:
+        pairs: a sequence of `(source text, target text)`.
+        tokenizer: a tokenizer layer mapping a batch of strings to ids.
+        batch_size: strings tokenized per call.
+
+    Returns:
+        A `tf.data.Dataset` of `{"source": (S,), "target": (T,)}` int
+        ids, without special tokens.
+    """
     tf = _tf()
     sources = [source for source, _ in pairs]
     targets = [target for _, target in pairs]
@@ -47,6 +56,13 @@ def tokenize_pairs(pairs, tokenizer, batch_size=1024):
 def bucket_lengths(max_length, bucket_width):
     """Padded lengths of the buckets: `bucket_width, 2 * bucket_width, ...,
     max_length`. Each batch is padded to the smallest one its longest example fits.
+
+    Args:
+        max_length: the longest sequence kept (the last bucket's length).
+        bucket_width: the step between bucket lengths.
+
+    Returns:
+        A list of ints.
 
     Example:
     >>> bucket_lengths(40, 16)

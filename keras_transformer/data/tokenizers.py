@@ -21,7 +21,14 @@ import os
 
 from keras_transformer import validation
 
-PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+PAD_ID = 0
+"""Padding: the models' default `pad_id`; masks derive from it."""
+UNK_ID = 1
+"""A piece outside the vocabulary."""
+START_ID = 2
+"""Starts every target: the decoder's first input (`start_id` of `generate`)."""
+END_ID = 3
+"""Ends every source and target: the stop token (`stop_ids` of `generate`)."""
 TOKENIZER_FILENAME = "tokenizer.spm"
 """File name `save_tokenizer` writes the vocabulary to inside a folder."""
 
@@ -89,8 +96,26 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
 def save_tokenizer(tokenizer, folder):
     """Writes the tokenizer's SentencePiece model to `folder/tokenizer.spm`.
 
+    Saved next to a model, it is all a user needs to turn text into the
+    model's ids again (`load_tokenizer`).
+
+    Args:
+        tokenizer: a keras-hub `SentencePieceTokenizer` (e.g. from
+            `train_sentencepiece`).
+        folder: the folder to write into (created if missing).
+
     Returns:
         The path written.
+
+    Example:
+    >>> import tempfile
+    >>> tokenizer = train_sentencepiece(["open the file", "close it"] * 10, 16)
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tokenizer(tokenizer, folder).endswith("tokenizer.spm")
+    True
+    >>> load_tokenizer(folder).tokenize("open it").tolist() == (
+    ...     tokenizer.tokenize("open it").tolist())
+    True
     """
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, TOKENIZER_FILENAME)
@@ -100,7 +125,23 @@ def save_tokenizer(tokenizer, folder):
 
 
 def load_tokenizer(path):
-    """A `SentencePieceTokenizer` from a `.spm` file or a folder holding `tokenizer.spm`."""
+    """A `SentencePieceTokenizer` from a `.spm` file or a folder holding `tokenizer.spm`.
+
+    Args:
+        path: the `.spm` file `save_tokenizer` wrote, or its folder.
+
+    Returns:
+        A keras-hub `SentencePieceTokenizer`.
+
+    Raises:
+        FileNotFoundError: no SentencePiece model at `path`.
+
+    Example:
+    >>> load_tokenizer("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: No SentencePiece model at '/nonexistent'.
+    """
     from keras_hub.tokenizers import SentencePieceTokenizer
 
     if os.path.isdir(path):
