@@ -130,6 +130,15 @@ def _detokenize(tokenizer, tokens):
     return text.decode("utf-8") if isinstance(text, bytes) else str(text)
 
 
+def heatmap_sentence(sources, references, hypotheses, sacrebleu):
+    """A short one-line test sentence the model translated well (best sentence BLEU)."""
+    candidates = [i for i, source in enumerate(sources)
+                  if 3 <= len(source.split()) <= 8 and source.strip() == source
+                  and source != references[i]] or list(range(len(sources)))
+    return max(candidates,
+               key=lambda i: sacrebleu.sentence_bleu(hypotheses[i], [references[i]]).score)
+
+
 def plot_cross_attention(model, tokenizer, source, translation, path):
     """Head-averaged cross-attention of each decoder layer for one sentence."""
     import matplotlib
@@ -215,33 +224,33 @@ def main(argv=None):
     bleu = sacrebleu.corpus_bleu(hypotheses, [references]).score
     copy_bleu = sacrebleu.corpus_bleu(sources, [references]).score
 
-    print(f"\nTest split: {len(test):,} of {len(splits['test']):,} pairs "
-          f"(those within {args.eval_max_length} tokens), beam {args.beam_size}, alpha 0.6")
-    print(f"  sacreBLEU, model:                  {bleu:6.2f}")
-    print(f"  sacreBLEU, copying the source:     {copy_bleu:6.2f}")
-    print("\nSamples from the test split:")
-    rng = np.random.default_rng(args.seed)
-    shown = rng.choice(len(test), size=min(8, len(test)), replace=False)
-    for i in sorted(shown):
-        print(f"  EN   {sources[i]!r}\n  REF  {references[i]!r}\n  OURS {hypotheses[i]!r}\n")
-
     model.save(os.path.join(args.output, "translator.keras"))
-    example = max(sorted(shown), key=lambda i: min(len(sources[i]), 60))
+    example = heatmap_sentence(sources, references, hypotheses, sacrebleu)
     plot_cross_attention(model, tokenizer, sources[example], hypotheses[example],
                          os.path.join(args.output, "cross_attention.png"))
     results = dict(
         backend=keras.backend.backend(), language=args.language, pairs=len(pairs),
         test_pairs=len(test), bleu=bleu, copy_bleu=copy_bleu,
-        epochs=len(history.history["loss"]), steps=int(model.optimizer.iterations.numpy()),
+        epochs=len(history.history["loss"]),
+        steps=int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
         train_seconds=train_seconds, decode_seconds=decode_seconds,
         total_seconds=time.time() - started, weights=model.count_params(),
         config={k: v for k, v in model.get_config().items() if not isinstance(v, dict)},
     )
     with open(os.path.join(args.output, "results.json"), "w") as f:
         json.dump(results, f, indent=2, default=str)
-    print(f"trained {results['steps']:,} steps in {train_seconds / 60:.1f} min, "
-          f"decoded the test split in {decode_seconds / 60:.1f} min; "
-          f"wrote {args.output}/translator.keras, tokenizer.spm, cross_attention.png")
+    print(f"\ntrained {results['steps']:,} steps in {train_seconds / 60:.1f} min, "
+          f"decoded the test split in {decode_seconds / 60:.1f} min; wrote "
+          f"{args.output}/translator.keras, tokenizer.spm, cross_attention.png, results.json")
+
+    print("\nSamples from the test split:")
+    rng = np.random.default_rng(args.seed)
+    for i in sorted(rng.choice(len(test), size=min(8, len(test)), replace=False)):
+        print(f"  EN   {sources[i]!r}\n  REF  {references[i]!r}\n  OURS {hypotheses[i]!r}\n")
+    print(f"Test split: {len(test):,} of {len(splits['test']):,} pairs "
+          f"(those within {args.eval_max_length} tokens), beam {args.beam_size}, alpha 0.6")
+    print(f"  sacreBLEU, model:                  {bleu:6.2f}")
+    print(f"  sacreBLEU, copying the source:     {copy_bleu:6.2f}")
     return results
 
 
