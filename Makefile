@@ -43,8 +43,8 @@ test-all: $(STAMP)
 # 2 CPU cores (8 of them training), ending with test BLEU, the copy baseline and samples.
 demo: $(STAMP)
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) examples/translate.py --minutes 8 \
-		--vocabulary-size 2000 --tokens-per-batch 2048 --max-length 32 --bucket-width 8 \
-		--warmup 400 --learning-rate-scale 0.6 --output runs/demo
+		--vocabulary-size 2000 --tokens-per-batch 1024 --max-length 32 --bucket-width 8 \
+		--warmup 800 --learning-rate-scale 0.65 --output runs/demo
 
 # The documentation site, built into site/ (warnings fail the build).
 docs: $(STAMP)
