@@ -101,14 +101,11 @@ def main(argv=None):
           f"(loss {evaluation['loss']:.3f}) after {train_seconds / 60:.1f} min")
 
     samples = {}
+    prompts = [np.asarray(tokenizer.tokenize(p)).tolist() for p in PROMPTS]
+    batch = keras.utils.pad_sequences(prompts, padding="post", value=0, dtype="int32")  # pad_id 0
+    new = min(args.new_tokens, args.sequence_length - batch.shape[1])
     for name, sampler in (("top-k 40", Sampler(top_k=40, seed=args.seed)),
                           ("top-p 0.9", Sampler(top_p=0.9, seed=args.seed))):
-        prompts = [np.asarray(tokenizer.tokenize(p)).tolist() for p in PROMPTS]
-        width = max(map(len, prompts))
-        batch = np.zeros((len(prompts), width), dtype="int32")  # right-padded with pad_id 0
-        for row, ids in enumerate(prompts):
-            batch[row, :len(ids)] = ids
-        new = min(args.new_tokens, args.sequence_length - width)
         generated = model.generate(batch, max_new_tokens=new, sampler=sampler)
         samples[name] = [tokenizer.detokenize(row[row != 0]) for row in generated]
         print(f"\n===== samples, {name} =====")

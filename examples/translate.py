@@ -97,14 +97,14 @@ def token_ids(tokenizer, texts):
     return [list(np.asarray(ids)) for ids in tokenizer(list(texts))]
 
 
-def translate(model, tokenizer, sources, max_length, batch_size, beam_size, pad_to=16):
-    """Beam-search translations of `sources`, batched by length.
+def translate(model, tokenizer, source_ids, max_length, batch_size, beam_size, pad_to=16):
+    """Beam-search translations of the sources' ids (lists, no special tokens).
 
     Sources are sorted by length and padded to a multiple of `pad_to`; every
     batch is filled to `batch_size` rows, so the decode loop compiles once
     per padded length.
     """
-    ids = [row[: max_length - 1] + [END_ID] for row in token_ids(tokenizer, sources)]
+    ids = [row[: max_length - 1] + [END_ID] for row in source_ids]
     order = np.argsort([len(row) for row in ids], kind="stable")
     outputs = [None] * len(ids)
     for begin in range(0, len(ids), batch_size):
@@ -212,13 +212,13 @@ def main(argv=None):
                         callbacks=callbacks, verbose=1 if not args.smoke else 2)
     train_seconds = time.time() - train_start
 
-    lengths = zip(*(map(len, token_ids(tokenizer, side)) for side in zip(*splits["test"])))
-    test = [pair for pair, (s, t) in zip(splits["test"], lengths)
-            if max(s, t) < args.eval_max_length]  # one token left for END
-    sources = [s for s, _ in test]
-    references = [t for _, t in test]
+    tokenized = zip(*(token_ids(tokenizer, side) for side in zip(*splits["test"])))
+    test = [(pair, s) for pair, (s, t) in zip(splits["test"], tokenized)
+            if max(len(s), len(t)) < args.eval_max_length]  # one token left for END
+    sources = [s for (s, _), _ in test]
+    references = [t for (_, t), _ in test]
     decode_start = time.time()
-    hypotheses = translate(model, tokenizer, sources, args.eval_max_length,
+    hypotheses = translate(model, tokenizer, [ids for _, ids in test], args.eval_max_length,
                            args.eval_batch_size, args.beam_size)
     decode_seconds = time.time() - decode_start
     bleu = sacrebleu.corpus_bleu(hypotheses, [references]).score
