@@ -5,6 +5,7 @@ is allowed, so a bad toggle fails at construction with a readable message.
 """
 
 import numbers
+import sys
 
 import numpy as np
 from keras import backend
@@ -61,19 +62,37 @@ def check_divisible(name, value, divisor_name, divisor):
 
 
 def concrete_value(x):
-    """`x` as a NumPy array when its values exist now (eager), else `None`.
+    """`x` as a NumPy array when its values are on the host now, else `None`.
 
-    Symbolic Keras tensors, JAX tracers and TensorFlow graph tensors have no
-    values yet: checks that need values are skipped for them.
+    Symbolic Keras tensors, JAX tracers, TensorFlow graph tensors and tensors
+    that `torch.compile` is tracing have no values yet; tensors on a GPU or TPU
+    have them, but reading them would stall the device once per call. Checks
+    that need values are skipped for all of these: they guard the eager,
+    host-side calls where a bad input is most often made.
     """
     if isinstance(x, np.ndarray):
         return x
-    if backend.is_keras_tensor(x):
+    if backend.is_keras_tensor(x) or _torch_is_compiling() or not _on_host(x):
         return None
     try:
         return ops.convert_to_numpy(x)
     except Exception:  # traced or graph tensor: no values to check
         return None
+
+
+def _on_host(x):
+    """Whether tensor `x` lives in host memory (reading it costs no device sync)."""
+    device = getattr(x, "device", None)
+    if callable(device):  # a JAX array's .device() in older JAX
+        device = device()
+    return device is None or "cpu" in str(device).lower()
+
+
+def _torch_is_compiling():
+    """Whether `torch.compile` is tracing now (torch is loaded by then; never imported here)."""
+    torch = sys.modules.get("torch")
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and compiler.is_compiling())
 
 
 def check_token_ids(name, ids, vocab_size):

@@ -10,6 +10,21 @@ MODES = ("bidirectional", "causal", "banded", "cross")
 _NEG_INF = -1e9  # added to masked scores; the softmax runs in float32
 
 
+def _fused_attention(q, k, v, mask=None, is_causal=False):
+    """`keras.ops.dot_product_attention` with the kernel choice left to the backend.
+
+    On torch, Keras' own flash check builds a C++ `SDPAParams` object, which
+    `torch.compile` cannot trace (a graph break in every attention layer);
+    `flash_attention=False` skips that check only: PyTorch's
+    `scaled_dot_product_attention` still dispatches to its flash kernel when the
+    inputs allow. On JAX, `None` lets Keras pick cuDNN flash attention on GPU.
+    """
+    flash = False if keras.backend.backend() == "torch" else None
+    return ops.dot_product_attention(
+        q, k, v, mask=mask, is_causal=is_causal, flash_attention=flash
+    )
+
+
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class MultiHeadAttention(keras.layers.Layer):
     """`softmax(Q K^T / sqrt(d_head)) V` over `num_heads` heads, one layer for all modes.
@@ -197,15 +212,15 @@ class MultiHeadAttention(keras.layers.Layer):
             return ops.einsum("bhts,bshd->bthd", ops.cast(probs, v.dtype), v)
         same_length = q.shape[1] is not None and q.shape[1] == k.shape[1]
         if self.mode == "causal" and mask is None and same_length:
-            return ops.dot_product_attention(q, k, v, is_causal=True)
+            return _fused_attention(q, k, v, is_causal=True)
         if mask is None:
-            return ops.dot_product_attention(q, k, v)
+            return _fused_attention(q, k, v)
         mask = mask[:, None]  # (batch, 1, T, S)
         row_has_keys = ops.any(mask, axis=-1, keepdims=True)  # (batch, 1, T, 1)
         # A row with no key would be a softmax over nothing: let it read every
         # key (finite), then zero its output.
         mask = ops.logical_or(mask, ops.logical_not(row_has_keys))
-        out = ops.dot_product_attention(q, k, v, mask=mask)
+        out = _fused_attention(q, k, v, mask=mask)
         return out * ops.cast(ops.transpose(row_has_keys, (0, 2, 1, 3)), out.dtype)
 
     def call(

@@ -1,0 +1,66 @@
+"""benchmarks/train_throughput.py: its FLOP count and a tiny side-by-side run.
+
+The timings themselves are never asserted (a CPU under test load says nothing
+about a GPU); the run must finish, train every runner and print the ratios.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from keras_transformer.models import preset_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "benchmarks", "train_throughput.py")
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import train_throughput  # noqa: E402
+
+
+def test_flop_count_is_nanogpts_over_the_exact_weight_counts():
+    gpt2 = train_throughput.SHAPES["gpt2"][0]
+    weights = preset_config("gpt2_small").count_params() - 1024 * 768  # no position table
+    assert train_throughput.flops_per_token(gpt2, 1024) == 6 * weights + 12 * 12 * 768 * 1024
+    base = train_throughput.SHAPES["transformer"][0]
+    weights = preset_config("transformer_base", vocab_size=37000).count_params()
+    assert train_throughput.flops_per_token(base, 128) == 6 * weights + 18 * 6 * 512 * 128
+
+
+def test_tiny_run_trains_every_runner_and_prints_the_ratios(tmp_path):
+    backend = keras.backend.backend()
+    peers = "keras-hub,torch" if backend == "torch" else "keras-hub"
+    output = tmp_path / "results.json"
+    command = [
+        sys.executable, SCRIPT, "--tiny", "--backends", backend, "--peers", peers,
+        "--workloads", "gpt2,transformer", "--steps", "2", "--repeats", "1",
+        "--json", str(output),
+        # torch.compile of every runner would take minutes on a small CPU; the
+        # compiled graph itself is covered by tests/models/test_torch_compile.py
+        "--jit", "0" if backend == "torch" else "auto",
+    ]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    results = json.loads(output.read_text())
+    runners = {(r["runner"], r["workload"]) for r in results}
+    expected = {(runner, workload) for workload in ("gpt2", "transformer")
+                for runner in ["ours"] + peers.split(",")}
+    assert runners == expected
+    for result in results:
+        assert result["ok"] and result["tokens_per_s"] > 0, result
+        assert 0 < result["loss"] < 100, result
+    # Every runner trains the same architecture: the same weight count, worked
+    # out by hand (V=1000, d=64, 2 blocks, d_ff=256, 64 positions; torch's
+    # nn.Transformer adds a final LayerNorm to its encoder and decoder).
+    hand = {"gpt2": 1000 * 64 + 64 * 64 + 2 * (12 * 64 * 64 + 13 * 64) + 2 * 64,
+            "transformer": 1000 * 64 + 2 * (49_984 + 66_752)}
+    for result in results:
+        final_norms = 4 * 64 if (result["runner"], result["workload"]) == (
+            "torch", "transformer") else 0
+        assert result["weights"] == hand[result["workload"]] + final_norms, result
+    for workload in ("gpt2", "transformer"):
+        line = f"{workload:<13} {'ours[' + backend + ']':<16} / {'keras-hub[' + backend + ']':<22} = "
+        assert line in finished.stdout, finished.stdout
