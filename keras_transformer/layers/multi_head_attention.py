@@ -205,14 +205,23 @@ class MultiHeadAttention(keras.layers.Layer):
         probs = ops.softmax(ops.where(mask, scores, _NEG_INF), axis=-1)
         return probs * ops.cast(ops.any(mask, axis=-1, keepdims=True), "float32")
 
-    def _attend(self, q, k, v, mask, training):
-        """Attention output `(batch, T, heads, d_head)`."""
+    def _attend(self, q, k, v, key_mask, offset, training):
+        """Attention output `(batch, T, heads, d_head)`.
+
+        Plain causal self-attention (no padding mask, no cache, T == S) runs
+        the backend's causal kernel with no mask tensor at all: flash
+        attention never sees a `(T, T)` mask. Every other case builds its
+        mask with `_mask`.
+        """
+        query_length, key_length = ops.shape(q)[1], ops.shape(k)[1]
         if self.dropout > 0 and training:
+            mask = self._mask(query_length, key_length, key_mask, offset)
             probs = self.probability_dropout(self._probabilities(q, k, mask), training=training)
             return ops.einsum("bhts,bshd->bthd", ops.cast(probs, v.dtype), v)
         same_length = q.shape[1] is not None and q.shape[1] == k.shape[1]
-        if self.mode == "causal" and mask is None and same_length:
+        if self.mode == "causal" and key_mask is None and offset is None and same_length:
             return _fused_attention(q, k, v, is_causal=True)
+        mask = self._mask(query_length, key_length, key_mask, offset)
         if mask is None:
             return _fused_attention(q, k, v)
         mask = mask[:, None]  # (batch, 1, T, S)
@@ -231,8 +240,7 @@ class MultiHeadAttention(keras.layers.Layer):
         if key_mask is not None:
             validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
         offset = cache_index if cache is not None and self.mode != "cross" else None
-        mask = self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask, offset)
-        out = self._attend(q, k, v, mask, training)  # (batch, T, heads, d_head)
+        out = self._attend(q, k, v, key_mask, offset, training)  # (batch, T, heads, d_head)
         batch, length = ops.shape(query)[0], ops.shape(query)[1]
         out = self.output_projection(ops.reshape(out, (batch, length, self.d_model)))
         return out if cache is None else (out, cache)

@@ -558,3 +558,39 @@ def test_memory_with_self_attention_raises():
         MultiHeadAttention(num_heads=2, mode="causal")(
             np.zeros((1, 4, 16), "float32"), memory=np.zeros((1, 3, 16), "float32")
         )
+
+
+# --- the mask-free causal kernel ---------------------------------------------------------
+
+
+def test_causal_without_padding_hands_the_kernel_no_mask(monkeypatch):
+    """Plain causal self-attention asks for `is_causal`, never a `(T, T)` mask tensor."""
+    seen = []
+    kernel = ops.dot_product_attention
+
+    def spy(q, k, v, mask=None, is_causal=False, **kwargs):
+        seen.append((mask is None, is_causal))
+        return kernel(q, k, v, mask=mask, is_causal=is_causal, **kwargs)
+
+    monkeypatch.setattr(ops, "dot_product_attention", spy)
+    attention = MultiHeadAttention(num_heads=2, mode="causal")
+    x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")
+    attention(x)
+    assert seen == [(True, True)]
+    attention(x, key_mask=np.ones((2, 6), bool))  # padding: the mask is needed
+    assert seen[-1] == (False, False)
+
+
+def test_mask_free_causal_kernel_equals_the_masked_one():
+    """The two causal paths (no padding mask / an all-real one) give the same outputs."""
+    attention = MultiHeadAttention(num_heads=2, mode="causal")
+    x = np.random.default_rng(1).normal(size=(2, 7, 8)).astype("float32")
+    fused = ops.convert_to_numpy(attention(x))
+    masked = ops.convert_to_numpy(attention(x, key_mask=np.ones((2, 7), bool)))
+    np.testing.assert_allclose(fused, masked, rtol=1e-5, atol=1e-6)
+    # and it is causal: changing the last position leaves the others alone
+    changed = x.copy()
+    changed[:, -1] += 1.0
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(attention(changed))[:, :-1], fused[:, :-1], rtol=1e-5, atol=1e-6
+    )
