@@ -301,7 +301,7 @@ def main():
     parser.add_argument("--backends", default="jax,torch",
                         help="Keras backends for ours and keras-hub (tensorflow runs on CPU)")
     parser.add_argument("--peers", default="keras-hub,torch", help="comma list, or 'none'")
-    parser.add_argument("--steps", type=int, default=None, help="timed steps per fit (default 20)")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps per fit (default 20; tiny 200)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps that compile")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed fits of --steps steps each; the fastest counts")
@@ -340,7 +340,8 @@ def main():
                 json.dump(rows, f, indent=1)
         return 0
 
-    steps = options.steps if options.steps is not None else 20
+    # tiny steps take milliseconds: longer fits keep Keras' per-fit setup out of the figure
+    steps = options.steps if options.steps is not None else (200 if options.tiny else 20)
     results = []
     for runner, backend, workload in plan(options):
         shape = SHAPES[WORKLOADS[workload][0]][1 if options.tiny else 0]

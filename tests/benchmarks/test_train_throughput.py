@@ -64,3 +64,21 @@ def test_tiny_run_trains_every_runner_and_prints_the_ratios(tmp_path):
     for workload in ("gpt2", "transformer"):
         line = f"{workload:<13} {'ours[' + backend + ']':<16} / {'keras-hub[' + backend + ']':<22} = "
         assert line in finished.stdout, finished.stdout
+
+
+def test_max_length_sweep_reports_the_longest_length_that_trained(tmp_path):
+    backend = keras.backend.backend()
+    output = tmp_path / "lengths.json"
+    command = [
+        sys.executable, SCRIPT, "--tiny", "--backends", backend, "--peers", "none",
+        "--max-length-sweep", "96,32", "--json", str(output),
+        "--jit", "0" if backend == "torch" else "auto",
+    ]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    rows = json.loads(output.read_text())
+    # both dropout settings, ours only; lengths tried in increasing order
+    assert [(w, r, b) for w, r, b, _, _ in rows] == [
+        ("gpt2", "ours", backend), ("gpt2-dropout", "ours", backend)
+    ]
+    assert all(longest == 96 and not failure for _, _, _, longest, failure in rows), rows
