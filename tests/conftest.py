@@ -15,3 +15,19 @@ def _seed_and_policy():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def attention_kernel_calls(monkeypatch):
+    """Records `(mask is None, is_causal)` for each `keras.ops.dot_product_attention` call."""
+    from keras import ops
+
+    calls = []
+    kernel = ops.dot_product_attention
+
+    def recording(q, k, v, mask=None, is_causal=False, **kwargs):
+        calls.append((mask is None, is_causal))
+        return kernel(q, k, v, mask=mask, is_causal=is_causal, **kwargs)
+
+    monkeypatch.setattr(ops, "dot_product_attention", recording)
+    return calls

@@ -563,16 +563,9 @@ def test_memory_with_self_attention_raises():
 # --- the mask-free causal kernel ---------------------------------------------------------
 
 
-def test_causal_without_padding_hands_the_kernel_no_mask(monkeypatch):
+def test_causal_without_padding_hands_the_kernel_no_mask(attention_kernel_calls):
     """Plain causal self-attention asks for `is_causal`, never a `(T, T)` mask tensor."""
-    seen = []
-    kernel = ops.dot_product_attention
-
-    def spy(q, k, v, mask=None, is_causal=False, **kwargs):
-        seen.append((mask is None, is_causal))
-        return kernel(q, k, v, mask=mask, is_causal=is_causal, **kwargs)
-
-    monkeypatch.setattr(ops, "dot_product_attention", spy)
+    seen = attention_kernel_calls
     attention = MultiHeadAttention(num_heads=2, mode="causal")
     x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")
     attention(x)

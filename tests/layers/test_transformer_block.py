@@ -365,21 +365,14 @@ def test_d_model_not_divisible_by_num_heads_raises():
         TransformerBlock(num_heads=3, d_ff=8)(_x())
 
 
-def test_residual_dropout_keeps_the_fused_causal_kernel(monkeypatch):
+def test_residual_dropout_keeps_the_fused_causal_kernel(attention_kernel_calls):
     """GPT-2's dropout 0.1 is residual dropout: training still runs the mask-free kernel.
 
     Only `attention_dropout` > 0 needs the attention probabilities, and with
     them the unfused path (keras-hub ties the two rates, so its GPT-2 leaves
     the fused kernel whenever dropout is on).
     """
-    seen = []
-    kernel = ops.dot_product_attention
-
-    def spy(q, k, v, mask=None, is_causal=False, **kwargs):
-        seen.append((mask is None, is_causal))
-        return kernel(q, k, v, mask=mask, is_causal=is_causal, **kwargs)
-
-    monkeypatch.setattr(ops, "dot_product_attention", spy)
+    seen = attention_kernel_calls
     x = _x()
     block = _block("pre", self_attention="causal", dropout=0.1)
     trained = _np(block(x, training=True))
