@@ -22,7 +22,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # One pytest run per backend; fails if any backend fails. Tests marked slow
-# (multi-minute convergence runs) run on $(SLOW_BACKEND) only; test-all runs them everywhere.
+# (multi-minute convergence runs, benchmark smoke runs) run on $(SLOW_BACKEND) only; test-all
+# runs them everywhere.
 test: $(STAMP)
 	@status=0; for backend in $(BACKENDS); do \
 		if [ "$$backend" = "$(SLOW_BACKEND)" ]; then marks=""; else marks="not slow"; fi; \

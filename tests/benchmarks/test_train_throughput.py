@@ -2,6 +2,8 @@
 
 The timings themselves are never asserted (a CPU under test load says nothing
 about a GPU); the run must finish, train every runner and print the ratios.
+The runs start a process per runner, so they are marked slow: `make test` runs
+them under one backend, `make test-all` under each.
 """
 
 import json
@@ -30,6 +32,7 @@ def test_flop_count_is_nanogpts_over_the_exact_weight_counts():
     assert train_throughput.flops_per_token(base, 128) == 6 * weights + 18 * 6 * 512 * 128
 
 
+@pytest.mark.slow
 def test_tiny_run_trains_every_runner_and_prints_the_ratios(tmp_path):
     backend = keras.backend.backend()
     peers = "keras-hub,torch" if backend == "torch" else "keras-hub"
@@ -66,6 +69,7 @@ def test_tiny_run_trains_every_runner_and_prints_the_ratios(tmp_path):
         assert line in finished.stdout, finished.stdout
 
 
+@pytest.mark.slow
 def test_max_length_sweep_reports_the_longest_length_that_trained(tmp_path):
     backend = keras.backend.backend()
     output = tmp_path / "lengths.json"
