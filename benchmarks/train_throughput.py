@@ -81,7 +81,7 @@ def _random_ids(rng, shape, count, length):
     return rng.integers(1, shape["vocab"], size=(count, length)).astype("int32")
 
 
-def _keras_model(runner, shape, length, dropout):
+def _keras_model(runner, shape, length, dropout, padding_masks=True):
     """(model, weight count, input adapter) for `ours` or `keras-hub`."""
     if runner == "keras-hub":
         from peers import keras_hub_models
@@ -105,7 +105,7 @@ def _keras_model(runner, shape, length, dropout):
         model = kt.EncoderDecoder.from_preset(
             "transformer_base", num_layers=shape["layers"], d_model=shape["d_model"],
             num_heads=shape["heads"], d_ff=shape["d_ff"], vocab_size=shape["vocab"],
-            dropout=dropout,
+            dropout=dropout, pad_id=0 if padding_masks else None,
         )
     return model, None, lambda inputs: inputs
 
@@ -120,7 +120,8 @@ def run_keras(args, shape):
             keras.config.enable_flash_attention()
         except Exception:  # noqa: BLE001 - older Keras: its default choice stands
             pass
-    model, count, adapt = _keras_model(args.runner, shape, args.length, args.dropout)
+    model, count, adapt = _keras_model(args.runner, shape, args.length, args.dropout,
+                                       padding_masks=not args.no_padding_masks)
     batches = args.warmup + args.steps
     rng = np.random.default_rng(0)
     if shape["family"] == "gpt2":
@@ -205,7 +206,8 @@ def launch(options, runner, backend, workload, batch, length, steps, warmup):
         "--dropout", str(dropout), "--batch", str(batch), "--length", str(length),
         "--steps", str(steps), "--warmup", str(warmup), "--precision", options.precision,
         "--jit", options.jit, "--repeats", str(options.repeats),
-    ] + (["--tiny"] if options.tiny else [])
+    ] + (["--tiny"] if options.tiny else []) + (
+        ["--no-padding-masks"] if options.no_padding_masks else [])
     environment = dict(os.environ, KERAS_BACKEND=backend or "torch")
     started = time.perf_counter()
     try:
@@ -313,6 +315,9 @@ def main():
     parser.add_argument("--timeout", type=int, default=900, help="seconds per runner")
     parser.add_argument("--max-length-sweep", default=None, help="e.g. 16384,32768,65536")
     parser.add_argument("--json", default=None, help="also write every result to this file")
+    parser.add_argument("--no-padding-masks", action="store_true",
+                        help="our Transformer with pad_id=None, as the peers run it: no padding "
+                             "masks (to see what the masks cost)")
     # one runner (internal: the driver starts these)
     parser.add_argument("--child", default=None, choices=("ours", "keras-hub", "torch"))
     parser.add_argument("--shape", default="gpt2", choices=tuple(SHAPES))
