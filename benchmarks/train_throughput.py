@@ -138,7 +138,7 @@ def run_keras(args, shape):
     else:
         from peers import keras_hub_models
 
-        keras_hub_models.compile_model(model, shape, jit)
+        keras_hub_models.compile_model(model, jit)
     count = count or model.count_params()
 
     def fit(first, number):
@@ -148,18 +148,8 @@ def run_keras(args, shape):
                             shuffle=False)
         return history.history["loss"][-1]  # a Python float: the device has finished
 
-    start = time.perf_counter()
-    fit(0, args.warmup)
-    compile_seconds = time.perf_counter() - start
-    if not args.steps:
-        return dict(weights=count, compile_s=compile_seconds, jit=str(model.jit_compile))
-    step, loss = float("inf"), None
-    for _ in range(args.repeats):  # the best of a few timed fits: less noise
-        start = time.perf_counter()
-        loss = fit(args.warmup, args.steps)
-        step = min(step, (time.perf_counter() - start) / args.steps)
-    return dict(weights=count, compile_s=compile_seconds, step_s=step, loss=loss,
-                jit=str(model.jit_compile))
+    result = measure(args, fit, count)
+    return dict(result, jit=str(model.jit_compile))
 
 
 def run_torch(args, shape):
@@ -169,18 +159,24 @@ def run_torch(args, shape):
         shape, args.batch, args.length, compile_model=args.jit != "0", dropout=args.dropout,
         bf16=args.precision == "mixed_bfloat16",
     )
+    result = measure(args, lambda first, number: step(number), count)
+    return dict(result, jit=str(args.jit != "0"))
+
+
+def measure(args, train, weights):
+    """Times `train(first_batch, number_of_steps) -> loss`: the `--warmup` steps that
+    compile, then the fastest of `--repeats` fits of `--steps` steps (less noise)."""
     start = time.perf_counter()
-    step(args.warmup)
-    compile_seconds = time.perf_counter() - start
-    if not args.steps:
-        return dict(weights=count, compile_s=compile_seconds, jit=str(args.jit != "0"))
-    best, loss = float("inf"), None
+    train(0, args.warmup)
+    result = dict(weights=weights, compile_s=time.perf_counter() - start)
+    if not args.steps:  # the max-length sweep: training at all is the result
+        return result
+    result["step_s"] = float("inf")
     for _ in range(args.repeats):
         start = time.perf_counter()
-        loss = step(args.steps)
-        best = min(best, (time.perf_counter() - start) / args.steps)
-    return dict(weights=count, compile_s=compile_seconds, loss=loss, jit=str(args.jit != "0"),
-                step_s=best)
+        result["loss"] = train(args.warmup, args.steps)
+        result["step_s"] = min(result["step_s"], (time.perf_counter() - start) / args.steps)
+    return result
 
 
 def child(args):

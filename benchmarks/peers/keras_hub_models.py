@@ -52,7 +52,7 @@ def transformer(workload, length, dropout):
     return model, model.count_params()
 
 
-def compile_model(model, workload, jit_compile):
+def compile_model(model, jit_compile):
     """AdamW and sparse cross-entropy from logits (keras-hub's own recipe has no smoothing)."""
     model.compile(
         optimizer=keras.optimizers.AdamW(3e-4),
