@@ -59,6 +59,11 @@ SHAPES = {
 WORKLOADS = {"gpt2": ("gpt2", 0.0), "gpt2-dropout": ("gpt2", 0.1), "transformer": ("transformer", 0.1)}
 
 
+def shape_of(name, tiny):
+    """The full or tiny shape dict of `SHAPES[name]`."""
+    return SHAPES[name][1 if tiny else 0]
+
+
 def flops_per_token(shape, length):
     """Training FLOPs per (target) token: nanoGPT's count, also for the encoder-decoder."""
     d, layers, vocab = shape["d_model"], shape["layers"], shape["vocab"]
@@ -182,7 +187,7 @@ def measure(args, train, weights):
 def child(args):
     """Runs one runner and prints its result as one `RESULT {json}` line."""
     sys.path.insert(0, BENCHMARKS)
-    shape = dict(SHAPES[args.shape][1 if args.tiny else 0])
+    shape = shape_of(args.shape, args.tiny)
     try:
         result = (run_torch if args.runner == "torch" else run_keras)(args, shape)
         result["ok"] = True
@@ -220,7 +225,7 @@ def launch(options, runner, backend, workload, batch, length, steps, warmup):
     result.update(runner=runner, backend=backend or "-", workload=workload, batch=batch,
                   length=length, wall_s=time.perf_counter() - started)
     if result.get("step_s"):
-        shape = SHAPES[shape_name][1 if options.tiny else 0]
+        shape = shape_of(shape_name, options.tiny)
         result["tokens_per_s"] = batch * length / result["step_s"]
         result["mfu"] = flops_per_token(shape, length) * result["tokens_per_s"] / PEAK_FLOPS
     return result
@@ -345,7 +350,7 @@ def main():
     steps = options.steps if options.steps is not None else (200 if options.tiny else 20)
     results = []
     for runner, backend, workload in plan(options):
-        shape = SHAPES[WORKLOADS[workload][0]][1 if options.tiny else 0]
+        shape = shape_of(WORKLOADS[workload][0], options.tiny)
         batch = options.batch or shape["batch"]
         results.append(launch(options, runner, backend, workload, batch, shape["length"],
                               steps, options.warmup))

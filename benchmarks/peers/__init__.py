@@ -1,5 +1,6 @@
 """What a user would pick instead of keras-transformer, timed on the same work.
 
-Each module builds a peer's model for a workload shape and returns a `step()`
-callable; `benchmarks/train_throughput.py` times them next to ours.
+`keras_hub_models` builds keras-hub models that train through `model.fit` like
+ours; `torch_models` returns a plain PyTorch training-step runner.
+`benchmarks/train_throughput.py` times both next to ours.
 """
