@@ -21,7 +21,7 @@ import numpy as np
 from keras import ops
 
 import keras_transformer as kt
-from keras_transformer.generation.compiled import compile_for_backend
+from keras_transformer.generation.compiled import CompiledLoop
 
 
 def timed(fn, repeats):
@@ -59,7 +59,7 @@ def ours(shape, batch, prompt, new, dtype):
         _, buffer = ops.while_loop(lambda i, b: i < total, body, (prompt, buffer))
         return buffer
 
-    compiled = compile_for_backend(model, no_cache)
+    compiled = CompiledLoop(model, no_cache)
     tensor = ops.convert_to_tensor(ids.astype("int32"))
     uncached = lambda: ops.convert_to_numpy(compiled(tensor))  # noqa: E731
     return cached, uncached

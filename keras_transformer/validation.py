@@ -122,6 +122,23 @@ def check_token_ids(name, ids, vocab_size):
             )
 
 
+def check_token_id(name, value, vocab_size, allow_none=False):
+    """`value` must be an int id in `[0, vocab_size)` (bools rejected)."""
+    if value is None and allow_none:
+        return value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or not 0 <= value < vocab_size
+    ):
+        allowed = "None or " if allow_none else ""
+        raise ValueError(
+            f"`{name}` must be {allowed}a token id in [0, vocab_size={vocab_size}); "
+            f"received {value!r}."
+        )
+    return int(value)
+
+
 def check_bool(name, value):
     """`value` must be a Python or NumPy bool (no truthy strings or ints)."""
     if not isinstance(value, (bool, np.bool_)):

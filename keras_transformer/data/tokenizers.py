@@ -3,14 +3,9 @@
 A shared vocabulary (one table for source and target, as the paper's shared
 BPE) is trained with SentencePiece and used through keras-hub's
 `SentencePieceTokenizer`, a Keras layer that runs inside `tf.data`. The ids
-follow keras-hub's layout, which matches our models' `pad_id=0` default:
-
-| id | token |
-|---|---|
-| 0 | padding (`PAD_ID`, the models' `pad_id`) |
-| 1 | unknown (`UNK_ID`) |
-| 2 | start of a target (`START_ID`, the decoder's first input) |
-| 3 | end of a sequence (`END_ID`, the stop token) |
+follow keras-hub's layout (`keras_transformer.special_tokens`), which is what
+`EncoderDecoder`'s `pad_id`, `start_id` and `end_id` default to: padding 0,
+unknown 1, start 2, end 3.
 
 This module needs TensorFlow (keras-hub's tokenizers are TensorFlow ops); it
 imports it only when called, so models still build and train without it.
@@ -20,15 +15,11 @@ import io
 import os
 
 from keras_transformer import validation
+from keras_transformer.special_tokens import END_ID  # noqa: F401 (re-exported)
+from keras_transformer.special_tokens import PAD_ID
+from keras_transformer.special_tokens import START_ID
+from keras_transformer.special_tokens import UNK_ID
 
-PAD_ID = 0
-"""Padding: the models' default `pad_id`; masks derive from it."""
-UNK_ID = 1
-"""A piece outside the vocabulary."""
-START_ID = 2
-"""Starts every target: the decoder's first input (`start_id` of `generate`)."""
-END_ID = 3
-"""Ends every source and target: the stop token (`stop_ids` of `generate`)."""
 TOKENIZER_FILENAME = "tokenizer.spm"
 """File name `save_tokenizer` writes the vocabulary to inside a folder."""
 

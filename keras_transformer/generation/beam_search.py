@@ -1,11 +1,38 @@
-"""Beam search with the GNMT length penalty, batched over inputs, on the KV cache."""
+"""Beam search that keeps alive and finished hypotheses apart, on the KV cache.
+
+At every step the `2K` best one-token extensions of the `K` alive beams are
+taken. Those ending in a stop id leave the beam: they join a finished set of
+`K`, scored by summed log-probability over GNMT's length penalty at their own
+length. The `K` best of the others stay alive. At the last position every alive
+extension finishes by length. A row stops early once no alive beam can still
+beat its n-th best finished one (tensor2tensor's bound). Batched over rows,
+with every beam's cache in one `(B * K, ...)` batch, compiled like the rest of
+the loop.
+"""
+
+from typing import NamedTuple
 
 from keras import ops
 
-from keras_transformer.generation.decoding import _forbid
-from keras_transformer.generation.decoding import _is_stop
+from keras_transformer.generation.logits import NEG_INF
+from keras_transformer.generation.logits import forbid
+from keras_transformer.generation.logits import is_stop
 
-_NEG_INF = -1e30
+
+class Hypotheses(NamedTuple):
+    """The n best hypotheses of each row, best first (NumPy arrays).
+
+    Attributes:
+        ids: int32 `(batch, n, L)` token ids; after a hypothesis ends, the
+            fill id (the model's `pad_id`, else the stop id).
+        scores: float32 `(batch, n)`: summed log-probability of the generated
+            tokens over `length_penalty(lengths, alpha)`, descending.
+        lengths: int32 `(batch, n)`: generated tokens, the stop id included.
+    """
+
+    ids: object
+    scores: object
+    lengths: object
 
 
 def length_penalty(length, alpha):
@@ -28,76 +55,101 @@ def length_penalty(length, alpha):
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 
-def _reorder(tree, flat_index):
-    """Gathers rows `(batch * beams, ...)` of every cache tensor by `flat_index`."""
-    if isinstance(tree, dict):
-        return {key: _reorder(value, flat_index) for key, value in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return [_reorder(value, flat_index) for value in tree]
-    return ops.take(tree, flat_index, axis=0)
+def _reorder(tree, rows):
+    """Gathers rows `(B * K, ...)` of every self-attention cache by `rows`.
 
-
-def beam_loop(step, ids, is_prompt, caches, start, beam_size, alpha, stop_ids, pad_id):
-    """Beam search filling `ids` `(B, L)` from `start`; returns best ids and scores.
-
-    `caches` are already expanded to `B * beam_size` rows (each row repeated
-    `beam_size` times); `step(tokens (B*K, 1), caches, position)` returns
-    `(logits (B*K, 1, V), caches)`. Every beam extends by one token per step:
-    the `beam_size` best continuations by summed log-probability survive.
-    A beam that emitted a stop id is finished: it extends with `pad_id` at
-    no cost, keeping its score. Prompt positions force their token. At the
-    end each hypothesis is scored `log p / length_penalty(length, alpha)`,
-    length counting generated tokens up to and including the stop id, and the
-    best is returned with its score: `(ids (B, L), scores (B,))`.
-
-    With `beam_size=1` this is exactly greedy decoding.
+    Cross-attention caches (the `"cross"` entries) hold the source's keys and
+    values, the same for every beam of a row: they are left as they are.
     """
-    batch, total = ops.shape(ids)[0], ops.shape(ids)[1]
-    k = beam_size
-    fill = 0 if pad_id is None else pad_id
-    beams = ops.repeat(ids[:, None, :], k, axis=1)  # (B, K, L)
+    if isinstance(tree, dict):
+        return {k: v if k == "cross" else _reorder(v, rows) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [_reorder(value, rows) for value in tree]
+    return ops.take(tree, rows, axis=0)
+
+
+def _gather(values, index):
+    """`values` `(B, N, ...)` at `index` `(B, M)` along axis 1: `(B, M, ...)`."""
+    index = ops.reshape(index, tuple(ops.shape(index)) + (1,) * (len(values.shape) - 2))
+    return ops.take_along_axis(values, index, axis=1)
+
+
+def beam_loop(step, prompts, caches, settings):
+    """Beam search over `prompts`; returns `(ids (B, n, L), scores (B, n), lengths (B, n))`.
+
+    Args:
+        step: `step(tokens (B*K, 1), caches, position) -> (logits (B*K, 1, V), caches)`.
+        prompts: a `Prompts` buffer `(B, L)`: positions inside a row's prompt
+            are forced, the rest generated until `prompts.end`.
+        caches: the model's caches with `B * K` rows (each row repeated `K`
+            times), prefilled with the prompts.
+        settings: the `DecodeSettings` (beam size, alpha, n, stop and
+            forbidden ids).
+    """
+    batch, k, n = settings.batch, settings.beam_size, settings.num_return
+    lengths, end = prompts.lengths, prompts.end
+    alive = ops.repeat(prompts.ids[:, None, :], k, axis=1)  # (B, K, L)
     # Only the first beam is alive at first, so the K beams start distinct.
     first = ops.cast(ops.arange(k) == 0, "float32")
-    scores = ops.broadcast_to((1.0 - first) * _NEG_INF, (batch, k))  # (B, K)
-    finished = ops.zeros((batch, k), dtype="bool")
-    lengths = ops.zeros((batch, k), dtype="int32")
+    alive_scores = ops.broadcast_to((1.0 - first) * NEG_INF, (batch, k))  # (B, K) log p
+    finished = alive  # (B, K, L), placeholders until scored
+    finished_scores = ops.full((batch, k), NEG_INF, dtype="float32")  # (B, K) normalized
+    finished_lengths = ops.zeros((batch, k), dtype="int32")
+    # The best score an alive beam could still reach: its log p (which only
+    # falls) over the largest penalty (the longest output left to it).
+    longest = length_penalty(ops.maximum(end - lengths, 1), settings.alpha)  # (B,)
+    beam_rows = ops.arange(batch, dtype="int32")[:, None] * k  # (B, 1)
 
-    def cond(index, beams, scores, finished, lengths, caches):
-        return ops.logical_and(index < total, ops.logical_not(ops.all(finished)))
+    def cond(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
+             done):
+        return ops.logical_and(index < end, ops.logical_not(ops.all(done)))
 
-    def body(index, beams, scores, finished, lengths, caches):
-        tokens = ops.reshape(ops.slice(beams, (0, 0, index - 1), (batch, k, 1)), (batch * k, 1))
-        logits, caches = step(tokens, caches, index - 1)
-        log_probs = ops.log_softmax(_forbid(logits[:, -1], pad_id), axis=-1)  # (B*K, V)
+    def body(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
+             done):
+        tokens = ops.reshape(ops.slice(alive, (0, 0, index - 1), (batch, k, 1)), (batch * k, 1))
+        logits, caches = step(tokens, caches, index - 1)  # (B*K, 1, V)
+        log_probs = ops.log_softmax(forbid(logits[:, -1], settings.forbidden), axis=-1)
         vocab = ops.shape(log_probs)[-1]
-        log_probs = ops.reshape(log_probs, (batch, k, vocab))
+        log_probs = ops.reshape(log_probs, (batch, k, vocab))  # (B, K, V)
+        in_prompt = index < lengths  # (B,)
+        given = ops.slice(prompts.ids, (0, index), (batch, 1))  # (B, 1)
         vocab_ids = ops.arange(vocab, dtype="int32")[None, None, :]
-        given = ops.slice(beams, (0, 0, index), (batch, k, 1))  # (B, K, 1)
-        in_prompt = ops.slice(is_prompt, (0, index), (batch, 1))[:, :, None]  # (B, 1, 1)
-        forced = ops.where(in_prompt, given, fill)  # prompt token, or pad after a stop
-        must_force = ops.logical_or(in_prompt, finished[:, :, None])
-        forced_log_probs = ops.where(ops.equal(vocab_ids, forced), 0.0, _NEG_INF)
-        log_probs = ops.where(must_force, forced_log_probs, log_probs)
-        candidates = ops.reshape(scores[:, :, None] + log_probs, (batch, k * vocab))
-        scores, flat = ops.top_k(candidates, k)  # (B, K)
-        parent = flat // vocab
+        forced = ops.where(ops.equal(vocab_ids, given[:, :, None]), 0.0, NEG_INF)  # (B, 1, V)
+        log_probs = ops.where(in_prompt[:, None, None], forced, log_probs)
+        candidates = ops.reshape(alive_scores[:, :, None] + log_probs, (batch, k * vocab))
+        scores, flat = ops.top_k(candidates, 2 * k)  # (B, 2K), best first
+        parent = ops.cast(flat // vocab, "int32")
         token = ops.cast(flat % vocab, "int32")
-        flat_parent = ops.reshape(ops.arange(batch)[:, None] * k + parent, (-1,))
-        beams = ops.take_along_axis(beams, ops.repeat(parent[:, :, None], total, axis=2), axis=1)
-        finished = ops.take_along_axis(finished, parent, axis=1)
-        lengths = ops.take_along_axis(lengths, parent, axis=1)
-        caches = _reorder(caches, flat_parent)
-        beams = ops.slice_update(beams, (0, 0, index), ops.cast(token, beams.dtype)[:, :, None])
-        generated = ops.logical_and(ops.logical_not(finished), ops.logical_not(in_prompt[:, :, 0]))
-        lengths = lengths + ops.cast(generated, "int32")
-        stop = ops.reshape(_is_stop(ops.reshape(token, (-1,)), stop_ids), (batch, k))
-        finished = ops.logical_or(finished, ops.logical_and(generated, stop))
-        return index + 1, beams, scores, finished, lengths, caches
+        sequences = _gather(alive, parent)  # (B, 2K, L)
+        sequences = ops.slice_update(sequences, (0, 0, index), token[:, :, None])
+        generated = ops.logical_and(ops.logical_not(in_prompt)[:, None], scores > NEG_INF / 2)
+        stops = ops.logical_and(generated, is_stop(token, settings.stop_ids))  # (B, 2K)
+        ends = ops.logical_or(stops, ops.logical_and(generated, index == end - 1))
 
-    index = ops.convert_to_tensor(start, dtype="int32")
-    state = (index, beams, scores, finished, lengths, caches)
-    _, beams, scores, _, lengths, _ = ops.while_loop(cond, body, state)
-    normalized = scores / length_penalty(ops.maximum(lengths, 1), alpha)  # (B, K)
-    best = ops.argmax(normalized, axis=-1)  # (B,)
-    best_ids = ops.take_along_axis(beams, ops.repeat(best[:, None, None], total, axis=2), axis=1)
-    return best_ids[:, 0], ops.take_along_axis(normalized, best[:, None], axis=1)[:, 0]
+        # Alive: the K best extensions that did not emit a stop id.
+        alive_scores, keep = ops.top_k(ops.where(stops, NEG_INF, scores), k)  # (B, K)
+        alive = _gather(sequences, keep)
+        caches = _reorder(caches, ops.reshape(beam_rows + _gather(parent, keep), (-1,)))
+
+        # Finished: the K best of the finished set and the extensions that end now.
+        new_lengths = ops.broadcast_to((index + 1 - lengths)[:, None], (batch, 2 * k))
+        normalized = ops.where(ends, scores / length_penalty(new_lengths, settings.alpha), NEG_INF)
+        pool_scores = ops.concatenate([finished_scores, normalized], axis=1)  # (B, 3K)
+        finished_scores, best = ops.top_k(pool_scores, k)
+        finished = _gather(ops.concatenate([finished, sequences], axis=1), best)
+        pool_lengths = ops.concatenate([finished_lengths, new_lengths], axis=1)
+        finished_lengths = _gather(pool_lengths, best)
+
+        bound = alive_scores[:, 0] / longest  # (B,)
+        done = ops.logical_or(done, finished_scores[:, n - 1] >= bound)
+        return (index + 1, alive, alive_scores, finished, finished_scores, finished_lengths,
+                caches, done)
+
+    start = ops.maximum(ops.min(lengths), 1)
+    done = ops.zeros((batch,), dtype="bool")
+    state = (start, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
+             done)
+    _, _, _, finished, finished_scores, finished_lengths, _, _ = ops.while_loop(
+        cond, body, state
+    )
+    return finished[:, :n], finished_scores[:, :n], finished_lengths[:, :n]

@@ -1,19 +1,55 @@
-"""Autoregressive decoding with the key/value cache, for both model families.
+"""`generate` for both model families: checks, padding to buckets, the compiled loop.
 
 Each step feeds one token through the same forward pass the model trains with
 (`call_with_cache` / `decode(..., caches=...)`), so the cached loop computes
 exactly what repeated full passes compute, at one position's cost per token.
-The loop is a `keras.ops.while_loop`, compiled once per input shape.
+
+Everything is checked on the host before anything is compiled. Prompt and
+source widths are padded up to a bucket (`settings.bucket`), and the seed,
+the prompt lengths and the end position are inputs of the compiled loop: one
+compilation serves every seed and every length in a bucket. The compiled loops
+are kept on the model, keyed by their `DecodeSettings`.
 """
 
 import numpy as np
 from keras import ops
 
 from keras_transformer import masks
-from keras_transformer.generation.compiled import compile_for_backend
+from keras_transformer import validation
+from keras_transformer.generation.beam_search import Hypotheses
+from keras_transformer.generation.beam_search import beam_loop
+from keras_transformer.generation.compiled import CompiledLoop
+from keras_transformer.generation.sampling import sampling_loop
 from keras_transformer.generation.samplers import GREEDY
+from keras_transformer.generation.settings import DecodeSettings
+from keras_transformer.generation.settings import Prompts
+from keras_transformer.generation.settings import bucket
+from keras_transformer.generation.settings import check_search
+from keras_transformer.generation.settings import check_stop_ids
 
-_NEG_INF = -1e30
+
+def compilations(model):
+    """How many times `model`'s decode loops were compiled (traced) so far.
+
+    Example:
+    >>> import numpy as np, keras_transformer as kt
+    >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
+    >>> for seed in range(3):
+    ...     _ = gpt.generate(np.array([[5, 6, 7]]), max_new_tokens=4,
+    ...                      sampler=kt.generation.Sampler(seed=seed))
+    >>> compilations(gpt)
+    1
+    """
+    return sum(loop.traces for loop in model.__dict__.get("_decode_functions", {}).values())
+
+
+def _compiled(model, settings, build):
+    """The compiled loop for `settings`, built (and kept on the model) on first use."""
+    functions = model.__dict__.setdefault("_decode_functions", {})
+    key = (type(model).__name__, settings)
+    if key not in functions:
+        functions[key] = CompiledLoop(model, build(settings))
+    return functions[key]
 
 
 def check_decode_length(model, total):
@@ -26,82 +62,79 @@ def check_decode_length(model, total):
         )
 
 
-def right_align(prompt_ids, pad_id):
-    """Moves each prompt's tokens to the start of its row (left padding -> right).
+def _token_array(name, ids, vocab_size):
+    """Host int32 `(B, L)` ids, checked: integer dtype, rank 2, values in range."""
+    ids = np.asarray(ids)
+    validation.check_token_ids(name, ids, vocab_size)
+    return ids.astype("int32")
 
-    Returns `(ids, lengths)` as int32 NumPy arrays. Prompts must be tokens
-    followed or preceded by padding, with at least one token each.
+
+def _prompt_lengths(prompt, padding_mask, pad_id):
+    """Each row's real tokens moved to its start: `(ids, lengths)`.
+
+    The real tokens are `padding_mask`'s True positions when it is given,
+    else every position that is not `pad_id` (every position when `pad_id`
+    is None). They must be one contiguous run per row, padding only before or
+    after: no token is ever dropped from inside a prompt.
     """
-    prompt_ids = np.asarray(prompt_ids)
-    if prompt_ids.ndim != 2 or not np.issubdtype(prompt_ids.dtype, np.integer):
-        raise ValueError(
-            f"Prompts must be int token ids of shape (batch, length); received "
-            f"{prompt_ids.dtype} of shape {prompt_ids.shape}."
-        )
-    real = np.ones_like(prompt_ids, bool) if pad_id is None else prompt_ids != pad_id
-    lengths = real.sum(axis=1)
+    if padding_mask is not None:
+        padding_mask = np.asarray(padding_mask)
+        if padding_mask.dtype != bool or padding_mask.shape != prompt.shape:
+            raise ValueError(
+                f"`padding_mask` must be a bool array of the prompts' shape {prompt.shape} "
+                f"(True = real token); received {padding_mask.dtype} of shape "
+                f"{padding_mask.shape}."
+            )
+        real = padding_mask
+    elif pad_id is None:
+        real = np.ones(prompt.shape, bool)
+    else:
+        real = prompt != pad_id
+    lengths = real.sum(axis=1).astype("int32")
     if (lengths == 0).any():
-        raise ValueError("Every prompt needs at least one non-pad token.")
-    aligned = np.full_like(prompt_ids, 0 if pad_id is None else pad_id)
-    for row, (ids, keep) in enumerate(zip(prompt_ids, real)):
-        aligned[row, : keep.sum()] = ids[keep]
-    return aligned.astype("int32"), lengths.astype("int32")
-
-
-def _forbid(logits, token_id):
-    """Sets one token's logit to -inf (padding is never generated)."""
-    if token_id is None:
-        return logits
-    is_token = ops.equal(ops.arange(ops.shape(logits)[-1], dtype="int32"), token_id)
-    return ops.where(is_token[None, :], _NEG_INF, ops.cast(logits, "float32"))
-
-
-def _is_stop(tokens, stop_ids):
-    if not stop_ids:
-        return ops.zeros_like(tokens, dtype="bool")
-    stops = ops.convert_to_tensor(np.asarray(stop_ids, "int32"))
-    return ops.any(ops.equal(tokens[:, None], stops[None, :]), axis=-1)
-
-
-def sampling_loop(step, ids, is_prompt, caches, start, sampler, stop_ids, pad_id):
-    """Fills `ids` `(B, L)` from position `start` on, one token per step.
-
-    `step(token_ids (B, 1), caches, position)` returns `(logits (B, 1, V),
-    caches)`. Positions where `is_prompt` is True keep their token; after a
-    row emits a stop id, its later positions are `pad_id`.
-    """
-    batch, total = ops.shape(ids)[0], ops.shape(ids)[1]
-    fill = 0 if pad_id is None else pad_id
-
-    def cond(index, ids, caches, done):
-        return ops.logical_and(index < total, ops.logical_not(ops.all(done)))
-
-    def body(index, ids, caches, done):
-        token = ops.slice(ids, (0, index - 1), (batch, 1))
-        logits, caches = step(token, caches, index - 1)
-        chosen = sampler(_forbid(logits[:, -1], pad_id), index)  # (B,)
-        given = ops.slice(ids, (0, index), (batch, 1))[:, 0]
-        in_prompt = ops.slice(is_prompt, (0, index), (batch, 1))[:, 0]
-        chosen = ops.where(done, fill, chosen)
-        chosen = ops.where(in_prompt, given, chosen)
-        ids = ops.slice_update(ids, (0, index), ops.cast(chosen, ids.dtype)[:, None])
-        done = ops.logical_or(
-            done, ops.logical_and(ops.logical_not(in_prompt), _is_stop(chosen, stop_ids))
+        raise ValueError(
+            f"Every prompt needs at least one real token; rows {np.flatnonzero(lengths == 0)} "
+            "have none."
         )
-        return index + 1, ids, caches, done
+    first = real.argmax(axis=1)
+    contiguous = real.sum(axis=1) == np.array(
+        [real[row, first[row]: first[row] + lengths[row]].sum() for row in range(len(real))]
+    )
+    if not contiguous.all():
+        what = "`padding_mask`" if padding_mask is not None else f"pad_id={pad_id}"
+        raise ValueError(
+            f"Each prompt must be one run of tokens with padding only before or after it; "
+            f"rows {np.flatnonzero(~contiguous)} have padding ({what}) between tokens. "
+            "Pass `padding_mask` to say which positions are real."
+        )
+    aligned = np.zeros_like(prompt)
+    for row in range(len(prompt)):
+        aligned[row, : lengths[row]] = prompt[row, first[row]: first[row] + lengths[row]]
+    return aligned, lengths
 
-    done = ops.zeros((batch,), dtype="bool")
-    index = ops.convert_to_tensor(start, dtype="int32")
-    _, ids, _, _ = ops.while_loop(cond, body, (index, ids, caches, done))
-    return ids
+
+def _special_ids(model, stop_ids):
+    """`(stop_ids, forbidden ids, fill id)`: the end id stops by default, padding is
+    never generated unless it is also a stop id, and stopped rows get `pad_id`
+    (or, without one, the first stop id)."""
+    config = model.config
+    if stop_ids is None:
+        stop_ids = () if config.end_id is None else (config.end_id,)
+    stop_ids = check_stop_ids(stop_ids, config.vocab_size)
+    pad_id = config.pad_id
+    forbidden = () if pad_id is None or pad_id in stop_ids else (pad_id,)
+    fill = pad_id if pad_id is not None else (stop_ids[0] if stop_ids else 0)
+    return stop_ids, forbidden, fill
 
 
-def _compiled(model, key, build):
-    """Compiled decode functions, kept on the model: one compile per shape and setting."""
-    functions = model.__dict__.setdefault("_decode_functions", {})
-    if key not in functions:
-        functions[key] = compile_for_backend(model, build())
-    return functions[key]
+def _settings(model, batch, length, sampler, beam_size, alpha, num_return, stop_ids,
+              source_length=None):
+    stop_ids, forbidden, fill = _special_ids(model, stop_ids)
+    return DecodeSettings(
+        batch=batch, length=length, sampler=sampler.without_seed(), beam_size=beam_size,
+        alpha=float(alpha), num_return=num_return, stop_ids=stop_ids, forbidden=forbidden,
+        fill_id=fill, source_length=source_length,
+    )
 
 
 def _expand(tree, beam_size):
@@ -113,98 +146,115 @@ def _expand(tree, beam_size):
     return None if tree is None else ops.repeat(tree, beam_size, axis=0)
 
 
-def _search(step, ids, is_prompt, caches, start, sampler, beam_size, alpha, stop_ids, pad_id):
-    """Sampling (`beam_size=None`) or beam search over the same step function."""
-    if beam_size is None:
-        return sampling_loop(step, ids, is_prompt, caches, start, sampler, stop_ids, pad_id)
-    from keras_transformer.generation.beam_search import beam_loop
+def _search(step, prompts, caches, settings, seed):
+    """Sampling (`beam_size=None`) or beam search over the same step function.
 
-    caches = _expand(caches, beam_size)
-    ids, _ = beam_loop(step, ids, is_prompt, caches, start, beam_size, alpha, stop_ids, pad_id)
-    return ids
+    Returns `(ids (B, n, L), scores (B, n), lengths (B, n))`; sampling has
+    n = 1 and no scores (zeros).
+    """
+    if settings.beam_size is None:
+        ids = sampling_loop(step, prompts, caches, settings, seed)
+        zeros = ops.zeros((settings.batch, 1), dtype="float32")
+        return ids[:, None], zeros, ops.cast(zeros, "int32")
+    return beam_loop(step, prompts, _expand(caches, settings.beam_size), settings)
 
 
-def _check_search(sampler, beam_size, alpha):
-    if beam_size is None:
-        return
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(
-            f"`beam_size` must be None (sampling) or an integer >= 1; received {beam_size!r}."
-        )
-    if sampler != GREEDY:
-        raise ValueError("Beam search is deterministic: pass a `sampler` only with beam_size=None.")
-    if alpha < 0:
-        raise ValueError(f"`alpha` must be >= 0; received {alpha!r}.")
+def _result(outputs, end, num_return, skip=0):
+    """What `generate` returns: ids `(B, L)` of the best, or the n best as `Hypotheses`."""
+    ids, scores, lengths = (ops.convert_to_numpy(x) for x in outputs)
+    ids = ids[:, :, skip:end]
+    if num_return is None:
+        return ids[:, 0]
+    return Hypotheses(ids=ids, scores=scores, lengths=lengths)
 
 
 def generate_decoder_only(
-    model, prompt_ids, max_new_tokens, sampler=GREEDY, stop_ids=(), beam_size=None,
-    alpha=0.6,
+    model, prompt_ids, max_new_tokens, *, sampler=None, stop_ids=None, beam_size=None,
+    alpha=0.6, num_return=None, padding_mask=None,
 ):
     """Continues each prompt by `max_new_tokens` tokens; see `DecoderOnly.generate`."""
-    _check_search(sampler, beam_size, alpha)
-    pad_id = model.config.pad_id
-    prompt, lengths = right_align(prompt_ids, pad_id)
+    config = model.config
+    sampler = GREEDY if sampler is None else sampler
+    returned = check_search(sampler, beam_size, alpha, num_return)
+    validation.check_int("max_new_tokens", max_new_tokens)
+    prompt = _token_array("prompt_ids", prompt_ids, config.vocab_size)
+    prompt, lengths = _prompt_lengths(prompt, padding_mask, config.pad_id)
     batch, width = prompt.shape
-    total = width + max_new_tokens
-    check_decode_length(model, total)
-    stop_ids = tuple(int(s) for s in stop_ids)
+    end = width + max_new_tokens
+    check_decode_length(model, end)
+    limit = config.max_length - max_new_tokens if config.position == "learned" else None
+    padded = bucket(width, limit)
+    settings = _settings(model, batch, padded + max_new_tokens, sampler, beam_size, alpha,
+                         returned, stop_ids)
+    buffer = np.full((batch, settings.length), settings.fill_id, dtype="int32")
+    buffer[:, :width] = np.where(np.arange(width) < lengths[:, None], prompt, settings.fill_id)
 
-    def build():
-        def run(prompt, lengths):
-            fill = 0 if pad_id is None else pad_id
-            ids = ops.pad(prompt, ((0, 0), (0, max_new_tokens)), constant_values=fill)
-            is_prompt = ops.arange(total, dtype="int32")[None, :] < lengths[:, None]
-            caches = model.empty_cache(batch, total)
-            _, caches = model.call_with_cache(prompt, caches, 0)  # prefill
-            start = ops.maximum(ops.min(lengths), 1)
-            return _search(
-                model.call_with_cache, ids, is_prompt, caches, start, sampler, beam_size,
-                alpha, stop_ids, pad_id,
-            )
+    def build(settings):
+        def run(ids, lengths, end, seed):
+            caches = model.empty_cache(settings.batch, settings.length)
+            _, caches = model.call_with_cache(ids[:, :padded], caches, 0)  # prefill
+            prompts = Prompts(ids, lengths, end)
+            return _search(model.call_with_cache, prompts, caches, settings, seed)
 
         return run
 
-    key = ("decoder_only", batch, width, max_new_tokens, sampler, stop_ids, beam_size, alpha)
-    run = _compiled(model, key, build)
-    return ops.convert_to_numpy(run(ops.convert_to_tensor(prompt), ops.convert_to_tensor(lengths)))
+    run = _compiled(model, settings, build)
+    outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
+                    for x in (buffer, lengths, end, sampler.next_seed())))
+    return _result(outputs, end, num_return)
 
 
 def generate_encoder_decoder(
-    model, source_ids, max_length, start_id, sampler=GREEDY, stop_ids=(), beam_size=None,
-    alpha=0.6,
+    model, source_ids, *, start_id=None, stop_ids=None, max_length=None, beam_size=4,
+    alpha=0.6, sampler=None, num_return=None,
 ):
     """Translation of each source, `(B, max_length)`; see `EncoderDecoder.generate`."""
-    _check_search(sampler, beam_size, alpha)
-    source = np.asarray(source_ids).astype("int32")
-    batch = source.shape[0]
+    config = model.config
+    sampler = GREEDY if sampler is None else sampler
+    returned = check_search(sampler, beam_size, alpha, num_return)
+    source = _token_array("source_ids", source_ids, config.vocab_size)
+    if start_id is None:
+        start_id = config.start_id
+        if start_id is None:
+            raise ValueError(
+                "`start_id` is needed: pass it, or build the model with `start_id` (the "
+                "token every target starts with)."
+            )
+    start_id = validation.check_token_id("start_id", start_id, config.vocab_size)
+    batch, width = source.shape
+    padded_width = width
+    if config.pad_id is not None:  # padding to a bucket needs a padding id
+        limit = config.max_length if config.position == "learned" else None
+        padded_width = bucket(width, limit)
+        source = np.pad(source, ((0, 0), (0, padded_width - width)),
+                        constant_values=config.pad_id)
+    if max_length is None:  # the paper: source length + 50
+        max_length, buffer_length = width + 50, padded_width + 50
+    else:
+        buffer_length = validation.check_int("max_length", max_length)
     check_decode_length(model, max_length + 1)
-    stop_ids = tuple(int(s) for s in stop_ids)
-    pad_id = model.config.pad_id
+    settings = _settings(model, batch, buffer_length + 1, sampler, beam_size, alpha, returned,
+                         stop_ids, source_length=padded_width)
 
-    def build():
-        def run(source):
+    def build(settings):
+        def run(source, start, end, seed):
             memory = model.encode(source)
-            memory_mask = masks.padding_mask(source, pad_id)
-            if beam_size is not None:  # one row per beam
-                memory_mask = _expand(memory_mask, beam_size)
-            caches = model.empty_cache(memory, max_length + 1)
+            memory_mask = masks.padding_mask(source, config.pad_id)
+            if settings.beam_size is not None:  # one row per beam
+                memory_mask = _expand(memory_mask, settings.beam_size)
+            caches = model.empty_cache(memory, settings.length)
 
             def step(token, caches, position):
                 return model.decode(token, None, memory_mask, caches=caches, cache_index=position)
 
-            fill = 0 if pad_id is None else pad_id
-            ids = ops.full((batch, max_length + 1), fill, dtype="int32")
-            ids = ops.slice_update(ids, (0, 0), ops.full((batch, 1), start_id, dtype="int32"))
-            is_prompt = ops.arange(max_length + 1, dtype="int32")[None, :] < 1
-            is_prompt = ops.broadcast_to(is_prompt, (batch, max_length + 1))
-            ids = _search(
-                step, ids, is_prompt, caches, 1, sampler, beam_size, alpha, stop_ids, pad_id
-            )
-            return ids[:, 1:]
+            ids = ops.full((settings.batch, settings.length), settings.fill_id, dtype="int32")
+            ids = ops.slice_update(ids, (0, 0), ops.broadcast_to(start, (settings.batch, 1)))
+            lengths = ops.ones((settings.batch,), dtype="int32")
+            return _search(step, Prompts(ids, lengths, end), caches, settings, seed)
 
         return run
 
-    key = ("encoder_decoder", source.shape, max_length, start_id, sampler, stop_ids, beam_size, alpha)
-    run = _compiled(model, key, build)
-    return ops.convert_to_numpy(run(ops.convert_to_tensor(source)))
+    run = _compiled(model, settings, build)
+    outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
+                    for x in (source, start_id, max_length + 1, sampler.next_seed())))
+    return _result(outputs, max_length + 1, num_return, skip=1)

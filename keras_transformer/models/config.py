@@ -43,7 +43,12 @@ class TransformerConfig:
         tie_embeddings: the pre-softmax projection reuses the token embedding.
         scale_embeddings: multiply token embeddings by `sqrt(d_model)` so they
             are not drowned by the sinusoids.
-        pad_id: token id treated as padding; None means no padding mask.
+        pad_id: token id treated as padding (masked as a key, ignored by the
+            loss, never generated); None: no padding (GPT-2 has none).
+        start_id: the token every target starts with (encoder-decoder:
+            `generate`'s default `start_id`); None: none.
+        end_id: the token that ends a sequence (`generate`'s default stop id);
+            None: none.
         attention_window: GPT-3 banded layers look this far back (None:
             every layer is dense).
         banded_layers: which decoder layers are banded: `"alternate"` (GPT-3)
@@ -75,6 +80,8 @@ class TransformerConfig:
     tie_embeddings: bool = True
     scale_embeddings: bool = True
     pad_id: Optional[int] = 0
+    start_id: Optional[int] = None
+    end_id: Optional[int] = None
     attention_window: Optional[int] = None
     banded_layers: str = "alternate"
     layer_norm_epsilon: float = 1e-5
@@ -96,11 +103,12 @@ class TransformerConfig:
         validation.check_bool("scale_embeddings", self.scale_embeddings)
         validation.check_rate("dropout", self.dropout)
         validation.check_rate("attention_dropout", self.attention_dropout)
-        validation.check_int("pad_id", self.pad_id, minimum=0, allow_none=True)
-        if self.pad_id is not None and self.pad_id >= self.vocab_size:
+        for name in ("pad_id", "start_id", "end_id"):
+            validation.check_token_id(name, getattr(self, name), self.vocab_size, allow_none=True)
+        if self.start_id is not None and self.start_id == self.pad_id:
             raise ValueError(
-                f"`pad_id` must be None or in [0, vocab_size={self.vocab_size}); "
-                f"received {self.pad_id}."
+                f"`start_id` must differ from `pad_id` (a start token equal to the padding "
+                f"id would be masked out); received both {self.pad_id}."
             )
         validation.check_int("attention_window", self.attention_window, allow_none=True)
         validation.check_choice("banded_layers", self.banded_layers, BANDED_LAYERS)

@@ -33,11 +33,14 @@ class DecoderOnly(TransformerModel):
         attention_dropout: rate on the attention probabilities.
         tie_embeddings: reuse the token embedding as the output projection.
         scale_embeddings: multiply token embeddings by `sqrt(d_model)`.
-        pad_id: the padding token id (masked as a key), or None.
+        pad_id: the padding token id (masked as a key, ignored by the loss,
+            never generated), or None (GPT-2: every id is a real token).
         attention_window: if set, banded layers look at most this far back.
         banded_layers: `"alternate"` (GPT-3: every second layer) or `"all"`.
         position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
         layer_norm_epsilon: LayerNorm epsilon.
+        end_id: the token that ends a text (GPT-2's `<|endoftext|>`, 50256):
+            `generate` stops a row on it by default; None: no default stop.
         **kwargs: base `keras.Model` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -70,11 +73,12 @@ class DecoderOnly(TransformerModel):
         attention_dropout=0.0,
         tie_embeddings=True,
         scale_embeddings=False,
-        pad_id=0,
+        pad_id=None,
         attention_window=None,
         banded_layers="alternate",
         position_layout="interleaved",
         layer_norm_epsilon=1e-5,
+        end_id=None,
         **kwargs,
     ):
         super().__init__(constructor_arguments(locals()), **kwargs)
@@ -132,24 +136,35 @@ class DecoderOnly(TransformerModel):
         return [block.empty_cache(batch_size, max_length) for block in self.blocks]
 
     def generate(
-        self, prompt_ids, max_new_tokens=32, sampler=None, stop_ids=(), beam_size=None,
-        alpha=0.6,
+        self, prompt_ids, max_new_tokens=32, sampler=None, stop_ids=None, beam_size=None,
+        alpha=0.6, num_return=None, padding_mask=None,
     ):
         """Continues each prompt, decoding with the key/value cache.
 
         Args:
-            prompt_ids: int `(batch, P)` prompts, padded with `pad_id` on the
-                right or the left (each needs at least one token).
-            max_new_tokens: tokens to add after the longest prompt.
+            prompt_ids: int `(batch, P)` prompts. Rows may be padded before
+                or after their tokens: say which positions are real with
+                `padding_mask`, else every id other than `pad_id` is real
+                (every id, when `pad_id` is None).
+            max_new_tokens: tokens to add after the longest prompt (>= 1).
             sampler: a `keras_transformer.generation.Sampler` (default greedy).
-            stop_ids: token ids that end a row; later positions get `pad_id`.
+            stop_ids: token ids that end a row; default `(end_id,)` (none
+                when the model has no `end_id`). A stopped row is filled with
+                `pad_id` (without one, with the stop id).
             beam_size: None for sampling/greedy, or the beam width.
-            alpha: GNMT length penalty exponent for beam search.
+            alpha: GNMT length penalty exponent for beam search (>= 0).
+            num_return: with beam search, return this many best hypotheses
+                per row (<= beam_size) with their scores.
+            padding_mask: bool `(batch, P)`, True at each prompt's tokens.
 
         Returns:
-            NumPy int32 `(batch, P + max_new_tokens)`: each prompt (moved to the
-            start of its row) followed by its continuation. The loop is
-            compiled on first use for each shape (XLA on JAX and TensorFlow).
+            NumPy int32 `(batch, P + max_new_tokens)`: each prompt (moved to
+            the start of its row) followed by its continuation; with
+            `num_return`, a `keras_transformer.generation.Hypotheses` of ids
+            `(batch, num_return, P + max_new_tokens)`, scores and lengths,
+            best first. The loop is compiled on first use (XLA on JAX and
+            TensorFlow) and reused for every seed and every prompt width that
+            rounds up to the same bucket.
 
         Example:
         >>> import numpy as np
@@ -161,8 +176,8 @@ class DecoderOnly(TransformerModel):
         from keras_transformer.generation import decoding
 
         return decoding.generate_decoder_only(
-            self, prompt_ids, max_new_tokens, sampler=sampler or decoding.GREEDY,
-            stop_ids=stop_ids, beam_size=beam_size, alpha=alpha,
+            self, prompt_ids, max_new_tokens, sampler=sampler, stop_ids=stop_ids,
+            beam_size=beam_size, alpha=alpha, num_return=num_return, padding_mask=padding_mask,
         )
 
     def _forward(self, ids, caches=None, cache_index=None, training=None):

@@ -1,11 +1,13 @@
 """The 2017 Transformer: an encoder stack and a decoder stack with cross-attention."""
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
+from keras_transformer.special_tokens import END_ID
+from keras_transformer.special_tokens import PAD_ID
+from keras_transformer.special_tokens import START_ID
 from keras_transformer.models.config import TransformerConfig
 from keras_transformer.training.recipes import paper_recipe
 from keras_transformer.models.transformer_model import TransformerModel
@@ -39,6 +41,10 @@ class EncoderDecoder(TransformerModel):
         pad_id: the padding token id, masked in every attention, or None.
         position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
         layer_norm_epsilon: LayerNorm epsilon.
+        start_id: the token every target starts with (`generate`'s default);
+            `kt.data`'s vocabularies put it at 2.
+        end_id: the token that ends every source and target (`generate`'s
+            default stop id); `kt.data`'s vocabularies put it at 3.
         **kwargs: base `keras.Model` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -50,11 +56,10 @@ class EncoderDecoder(TransformerModel):
         Logits `(batch, T, vocab_size)`.
 
     Example:
-    >>> import numpy as np
-    >>> model = EncoderDecoder(vocab_size=100, num_layers=2, d_model=32,
+    >>>     >>> model = EncoderDecoder(vocab_size=100, num_layers=2, d_model=32,
     ...                        num_heads=4, d_ff=64)
     >>> logits = model({"source": np.array([[5, 6, 7, 8, 0, 0]]),
-    ...                 "target": np.array([[1, 9, 9, 9, 9, 9, 9]])})
+    ...                 "target": np.array([[2, 9, 9, 9, 9, 9, 9]])})
     >>> tuple(logits.shape)
     (1, 7, 100)
     """
@@ -76,9 +81,11 @@ class EncoderDecoder(TransformerModel):
         attention_dropout=0.0,
         tie_embeddings=True,
         scale_embeddings=True,
-        pad_id=0,
+        pad_id=PAD_ID,
         position_layout="interleaved",
         layer_norm_epsilon=1e-5,
+        start_id=START_ID,
+        end_id=END_ID,
         **kwargs,
     ):
         super().__init__(constructor_arguments(locals()), **kwargs)
@@ -192,11 +199,10 @@ class EncoderDecoder(TransformerModel):
             (padding gets 0; each row sums to 1).
 
         Example:
-        >>> import numpy as np
-        >>> model = EncoderDecoder(vocab_size=50, num_layers=2, d_model=16,
+        >>>         >>> model = EncoderDecoder(vocab_size=50, num_layers=2, d_model=16,
         ...                        num_heads=2, d_ff=32)
         >>> maps = model.cross_attention_probabilities(np.array([[5, 6, 7, 0]]),
-        ...                                            np.array([[1, 8, 9]]))
+        ...                                            np.array([[2, 8, 9]]))
         >>> len(maps), tuple(maps[0].shape)
         (2, (1, 2, 3, 4))
         """
@@ -224,8 +230,8 @@ class EncoderDecoder(TransformerModel):
         return [block.empty_cache(batch, max_length, memory) for block in self.decoder_blocks]
 
     def generate(
-        self, source_ids, start_id, stop_ids=(), max_length=None, beam_size=4, alpha=0.6,
-        sampler=None,
+        self, source_ids, start_id=None, stop_ids=None, max_length=None, beam_size=4,
+        alpha=0.6, sampler=None, num_return=None,
     ):
         """Translates each source, decoding with the key/value cache.
 
@@ -234,32 +240,32 @@ class EncoderDecoder(TransformerModel):
 
         Args:
             source_ids: int `(batch, S)` source ids, padded with `pad_id`.
-            start_id: the token that starts every target (the decoder's first input).
-            stop_ids: token ids that end a hypothesis (e.g. the end token).
+            start_id: the decoder's first input; default the model's `start_id`.
+            stop_ids: token ids that end a hypothesis; default `(end_id,)`.
             max_length: target tokens to produce at most (default `S + 50`).
             beam_size: beam width, or None for greedy/sampled decoding.
-            alpha: GNMT length penalty exponent.
+            alpha: GNMT length penalty exponent (>= 0).
             sampler: with `beam_size=None`, a `Sampler` (default greedy).
+            num_return: with beam search, return this many best hypotheses
+                per source (<= beam_size) with their scores.
 
         Returns:
             NumPy int32 `(batch, max_length)`: target tokens (without the
-            start token), `pad_id` after the stop token.
+            start token), `pad_id` after the stop token; with `num_return`, a
+            `keras_transformer.generation.Hypotheses` of ids `(batch,
+            num_return, max_length)`, scores and lengths, best first.
 
         Example:
-        >>> import numpy as np
-        >>> model = EncoderDecoder(vocab_size=50, num_layers=1, d_model=16,
+        >>>         >>> model = EncoderDecoder(vocab_size=50, num_layers=1, d_model=16,
         ...                        num_heads=2, d_ff=32)
-        >>> model.generate(np.array([[5, 6, 7, 0]]), start_id=1, stop_ids=(2,),
-        ...                max_length=6).shape
+        >>> model.generate(np.array([[5, 6, 7, 0]]), max_length=6).shape
         (1, 6)
         """
         from keras_transformer.generation import decoding
 
-        if max_length is None:
-            max_length = np.asarray(source_ids).shape[1] + 50
         return decoding.generate_encoder_decoder(
-            self, source_ids, max_length, start_id, sampler=sampler or decoding.GREEDY,
-            stop_ids=stop_ids, beam_size=beam_size, alpha=alpha,
+            self, source_ids, start_id=start_id, stop_ids=stop_ids, max_length=max_length,
+            beam_size=beam_size, alpha=alpha, sampler=sampler, num_return=num_return,
         )
 
     def call(self, inputs, training=None):

@@ -13,6 +13,7 @@ _TRANSFORMER = dict(  # the 2017 paper's toggles
     layer_norm_epsilon=1e-6,  # tensor2tensor's value
 )
 _GPT = dict(  # GPT-2's toggles, also GPT-3's
+    pad_id=None,  # byte-level BPE has no padding token: every id is real text
     ln_position="pre",
     position="learned",
     activation="gelu",
@@ -23,6 +24,8 @@ _GPT = dict(  # GPT-2's toggles, also GPT-3's
 
 
 def _gpt(num_layers, d_model, num_heads, max_length=1024, vocab_size=50257, **extra):
+    if vocab_size == 50257:  # GPT-2's byte-level BPE: <|endoftext|> ends every text
+        extra.setdefault("end_id", 50256)
     return dict(
         _GPT,
         vocab_size=vocab_size,

@@ -1,4 +1,4 @@
-"""Reference computations for the generation tests: full forward passes, GNMT scores."""
+"""Reference computations for the generation tests: full forward passes, exhaustive search."""
 
 import numpy as np
 from keras import ops
@@ -6,32 +6,71 @@ from keras import ops
 START, STOP, PAD = 1, 2, 0
 
 
-def full_pass_greedy_decoder_only(model, prompt, new_tokens, stop_ids=()):
-    """Reference: re-run the whole sequence for every token, argmax, no pad token."""
+def full_pass_greedy_decoder_only(model, prompt, new_tokens, stop_ids=(), fill=PAD):
+    """Reference: re-run the whole sequence for every token, argmax; `pad_id` never chosen."""
     sequence, stopped = list(prompt), False
+    pad_id = model.config.pad_id
     for _ in range(new_tokens):
         if stopped:
-            sequence.append(PAD)
+            sequence.append(fill)
             continue
         logits = ops.convert_to_numpy(model(np.array([sequence]), training=False))[0, -1]
-        logits[PAD] = -np.inf
+        if pad_id is not None and pad_id not in stop_ids:
+            logits[pad_id] = -np.inf
         sequence.append(int(np.argmax(logits)))
         stopped = sequence[-1] in stop_ids
     return sequence
 
 
-def log_probs_of(model, source, target_tokens):
-    """Per-token log-probabilities of `target_tokens` after START, by full passes."""
-    sequence, result = [START], []
-    for token in target_tokens:
-        logits = ops.convert_to_numpy(
-            model({"source": source[None], "target": np.array([sequence])}, training=False)
-        )[0, -1].astype("float64")
-        logits[PAD] = -np.inf
-        log_probs = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
-        result.append(log_probs[token])
-        sequence.append(int(token))
-    return result
+def _log_softmax(logits, forbidden):
+    logits = np.asarray(logits, "float64").copy()
+    logits[..., list(forbidden)] = -np.inf
+    top = logits.max(axis=-1, keepdims=True)
+    return logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))
+
+
+def decoder_only_next(model, prompt, forbidden=()):
+    """`next(prefixes) -> (N, V)` next-token log-probs after `prompt + prefix`, full passes."""
+
+    def next_log_probs(prefixes):
+        ids = np.array([list(prompt) + list(p) for p in prefixes], "int32")
+        return _log_softmax(ops.convert_to_numpy(model(ids, training=False))[:, -1], forbidden)
+
+    return next_log_probs
+
+
+def encoder_decoder_next(model, source, start, forbidden=()):
+    """`next(prefixes) -> (N, V)` next-token log-probs after `[start] + prefix`, full passes."""
+
+    def next_log_probs(prefixes):
+        target = np.array([[start] + list(p) for p in prefixes], "int32")
+        sources = np.repeat(np.asarray(source, "int32")[None], len(prefixes), axis=0)
+        logits = model({"source": sources, "target": target}, training=False)
+        return _log_softmax(ops.convert_to_numpy(logits)[:, -1], forbidden)
+
+    return next_log_probs
+
+
+def exhaustive_search(next_log_probs, max_new, stop_ids, alpha):
+    """Every possible output, best first: `[(score, tokens), ...]`.
+
+    An output ends at its first stop id or after `max_new` tokens; its score
+    is its summed log-probability over GNMT's `((5 + length) / 6) ** alpha`.
+    """
+    outputs, frontier = [], [((), 0.0)]
+    for depth in range(max_new):
+        log_probs = next_log_probs([prefix for prefix, _ in frontier])
+        grown = []
+        for (prefix, total), row in zip(frontier, log_probs):
+            for token in np.flatnonzero(np.isfinite(row)):
+                item = (prefix + (int(token),), total + row[token])
+                if token in stop_ids or depth == max_new - 1:
+                    outputs.append(item)
+                else:
+                    grown.append(item)
+        frontier = grown
+    scored = [(total / ((5 + len(tokens)) / 6) ** alpha, list(tokens)) for tokens, total in outputs]
+    return sorted(scored, key=lambda item: -item[0])
 
 
 def gnmt_score(log_probs, alpha=0.6):

@@ -1,59 +1,142 @@
+"""Beam search against an exact oracle: exhaustive search over every possible output."""
+
+import keras
 import numpy as np
 import pytest
-from decoding_reference import PAD
-from decoding_reference import START
-from decoding_reference import STOP
-from decoding_reference import gnmt_score
-from decoding_reference import hypothesis
-from decoding_reference import log_probs_of
+from decoding_reference import decoder_only_next
+from decoding_reference import encoder_decoder_next
+from decoding_reference import exhaustive_search
 
 import keras_transformer as kt
 from keras_transformer.generation import length_penalty
 
-VOCAB = 12
+# Vocabulary 5 with at most 4 new tokens: few enough outputs to enumerate them all.
+VOCAB, STOP = 5, 3
 
 
-def _model(seed=0):
-    import keras
+def _sharpen(model, factor=4.0):
+    """Scales the (tied) token embedding: far from uniform, so no near-ties in the ranking."""
+    table = model.token_embedding.embeddings
+    table.assign(table * factor)
+    return model
 
+
+def _translator(seed, sharpen=4.0):
     keras.utils.set_random_seed(seed)
-    return kt.EncoderDecoder.from_preset("transformer_tiny", vocab_size=VOCAB, dropout=0.0)
+    model = kt.EncoderDecoder.from_preset(
+        "transformer_tiny", vocab_size=VOCAB, dropout=0.0, start_id=2, end_id=STOP
+    )
+    return _sharpen(model, sharpen)
 
 
-def _sources(seed):
-    source = np.random.default_rng(seed).integers(3, VOCAB, size=(4, 6))
-    source[1, 4:] = PAD
-    return source
+def _gpt(seed):
+    keras.utils.set_random_seed(seed)
+    return _sharpen(kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0,
+                                               end_id=STOP))
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_beam_one_equals_greedy(seed):
-    model, source = _model(seed), _sources(seed)
-    greedy = model.generate(source, start_id=START, stop_ids=(STOP,), max_length=8, beam_size=None)
-    beam = model.generate(source, start_id=START, stop_ids=(STOP,), max_length=8, beam_size=1)
+def _hypotheses(result, row, prompt_length=0):
+    """`(score, generated tokens up to the stop)` for each returned hypothesis of `row`."""
+    out = []
+    for ids, score, length in zip(result.ids[row], result.scores[row], result.lengths[row]):
+        out.append((float(score), ids[prompt_length: prompt_length + length].tolist()))
+    return out
+
+
+def _assert_matches_oracle(ours, oracle):
+    """Our n best are the oracle's n best: same scores in order, each a real output."""
+    scores_of = {tuple(tokens): score for score, tokens in oracle}
+    np.testing.assert_allclose([s for s, _ in ours], [s for s, _ in oracle[: len(ours)]],
+                               rtol=1e-4, atol=1e-4)
+    for score, tokens in ours:
+        assert tuple(tokens) in scores_of, tokens
+        assert scores_of[tuple(tokens)] == pytest.approx(score, rel=1e-4, abs=1e-4)
+    if oracle[0][0] - oracle[1][0] > 1e-3:  # a clear winner must be ours too
+        assert ours[0][1] == oracle[0][1]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_encoder_decoder_beam_equals_exhaustive_search(alpha):
+    model = _translator(seed=0)
+    sources = np.array([[4, 1, 4, 0], [1, 1, 4, 4], [4, 0, 0, 0]])
+    max_new = 4
+    # 1 + 3 + 9 + 27 * 4 = 121 outputs (pad is never generated): the beam holds them all.
+    result = model.generate(sources, max_length=max_new, beam_size=121, alpha=alpha,
+                            num_return=6)
+    assert result.ids.shape == (3, 6, max_new)
+    for row, source in enumerate(sources):
+        oracle = exhaustive_search(
+            encoder_decoder_next(model, source, start=2, forbidden=(0,)), max_new, (STOP,), alpha
+        )
+        assert len(oracle) == 121
+        _assert_matches_oracle(_hypotheses(result, row), oracle)
+        assert np.all(np.diff(result.scores[row]) <= 0)  # n-best lists sorted by score
+
+
+def test_alpha_changes_the_ranking_as_the_oracle_does():
+    """Some source whose best output under alpha 0 is not its best under alpha 2."""
+    model = _translator(seed=3, sharpen=1.0)
+    sources = np.random.default_rng(3).integers(1, VOCAB, size=(6, 4))
+    best = {}
+    for alpha in (0.0, 2.0):
+        result = model.generate(sources, max_length=4, beam_size=121, alpha=alpha,
+                                num_return=2)
+        best[alpha] = [_hypotheses(result, row)[0][1] for row in range(len(sources))]
+        for row, source in enumerate(sources):
+            oracle = exhaustive_search(
+                encoder_decoder_next(model, source, 2, (0,)), 4, (STOP,), alpha
+            )
+            _assert_matches_oracle(_hypotheses(result, row), oracle)
+    changed = sum(a != b for a, b in zip(best[0.0], best[2.0]))
+    assert changed >= 1
+    # A larger alpha favours longer outputs.
+    assert sum(map(len, best[2.0])) > sum(map(len, best[0.0]))
+
+
+def test_decoder_only_beam_equals_exhaustive_search_with_prompts_of_two_lengths():
+    model = _gpt(seed=1)
+    prompts = np.array([[4, 1, 0], [2, 4, 4]])  # the first is 2 tokens long
+    mask = np.array([[True, True, False], [True, True, True]])
+    # Row 0 gets 4 new tokens (1 + 4 + 16 + 64 * 5 = 341 outputs), row 1 gets 3 (85).
+    result = model.generate(prompts, max_new_tokens=3, beam_size=341, num_return=5,
+                            padding_mask=mask)
+    for row, length in enumerate((2, 3)):
+        prompt = prompts[row, :length]
+        oracle = exhaustive_search(decoder_only_next(model, prompt), 6 - length, (STOP,), 0.6)
+        assert len(oracle) == (341 if length == 2 else 85)
+        ours = _hypotheses(result, row, prompt_length=length)
+        _assert_matches_oracle(ours, oracle)
+        assert (result.ids[row, :, :length] == prompt).all()  # the prompt is kept
+
+
+def test_each_row_decodes_as_it_would_alone():
+    model = _translator(seed=2)
+    sources = np.array([[4, 1, 4, 0], [1, 4, 0, 0], [4, 4, 4, 1]])
+    together = model.generate(sources, max_length=6, beam_size=4, num_return=3)
+    for row in range(len(sources)):
+        alone = model.generate(sources[row: row + 1, :3 if row == 1 else 4], max_length=6,
+                               beam_size=4, num_return=3)
+        np.testing.assert_array_equal(alone.ids[0], together.ids[row])
+        np.testing.assert_allclose(alone.scores[0], together.scores[row], rtol=1e-5, atol=1e-5)
+
+
+def test_finished_hypotheses_are_filled_after_their_stop():
+    model = _translator(seed=0)
+    result = model.generate(np.array([[4, 1, 4, 0]]), max_length=6, beam_size=8, num_return=8)
+    for ids, length in zip(result.ids[0], result.lengths[0]):
+        if length < 6:
+            assert ids[length - 1] == STOP and STOP not in ids[: length - 1]
+            assert (ids[length:] == model.config.pad_id).all()
+    best = model.generate(np.array([[4, 1, 4, 0]]), max_length=6, beam_size=8)
+    np.testing.assert_array_equal(best[0], result.ids[0, 0])  # num_return=None: the best ids
+
+
+def test_beam_of_one_without_stops_or_penalty_is_greedy():
+    model = _translator(seed=1)
+    sources = np.random.default_rng(1).integers(1, VOCAB, size=(4, 5))
+    greedy = model.generate(sources, stop_ids=(), max_length=6, beam_size=None)
+    beam = model.generate(sources, stop_ids=(), max_length=6, beam_size=1, alpha=0.0)
     np.testing.assert_array_equal(beam, greedy)
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_beam_four_scores_at_least_as_well_as_greedy(seed):
-    model, source = _model(seed), _sources(seed)
-    greedy = model.generate(source, start_id=START, stop_ids=(STOP,), max_length=8, beam_size=None)
-    beam = model.generate(source, start_id=START, stop_ids=(STOP,), max_length=8, beam_size=4)
-    for row in range(len(source)):
-        greedy_score = gnmt_score(log_probs_of(model, source[row], hypothesis(greedy[row])))
-        beam_score = gnmt_score(log_probs_of(model, source[row], hypothesis(beam[row])))
-        assert beam_score >= greedy_score - 1e-4
-        tail = beam[row, len(hypothesis(beam[row])) :]
-        assert (tail == PAD).all()
-
-
-def test_beam_search_on_decoder_only_beats_or_ties_greedy():
-    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0)
-    prompts = np.array([[3, 4, 5], [6, 7, 0]])
-    greedy = model.generate(prompts, max_new_tokens=5, stop_ids=(STOP,))
-    beam = model.generate(prompts, max_new_tokens=5, stop_ids=(STOP,), beam_size=3)
-    np.testing.assert_array_equal(beam[:, :2], greedy[:, :2])  # prompts kept
-    assert beam.shape == greedy.shape == (2, 8)
 
 
 def test_length_penalty_formula():

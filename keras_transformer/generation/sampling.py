@@ -1,0 +1,45 @@
+"""Greedy and sampled decoding: one token per row and step, on the KV cache."""
+
+from keras import ops
+
+from keras_transformer.generation.logits import forbid
+from keras_transformer.generation.logits import is_stop
+
+
+def sampling_loop(step, prompts, caches, settings, seed):
+    """Fills `prompts.ids` from the shortest prompt's end to `prompts.end`.
+
+    Args:
+        step: `step(tokens (B, 1), caches, position) -> (logits (B, 1, V), caches)`.
+        prompts: a `Prompts` buffer `(B, L)`; positions inside a row's prompt
+            keep their token.
+        caches: the model's caches, prefilled with the prompts.
+        settings: the `DecodeSettings` (sampler, stop ids, forbidden ids, fill).
+        seed: int32 scalar tensor, the sampler's noise seed.
+
+    Returns:
+        int32 `(B, L)`: prompts and continuations; after a row emits a stop id
+        its later positions hold `settings.fill_id`.
+    """
+    batch = settings.batch
+    is_prompt = ops.arange(settings.length, dtype="int32")[None, :] < prompts.lengths[:, None]
+
+    def cond(index, ids, caches, done):
+        return ops.logical_and(index < prompts.end, ops.logical_not(ops.all(done)))
+
+    def body(index, ids, caches, done):
+        token = ops.slice(ids, (0, index - 1), (batch, 1))  # (B, 1)
+        logits, caches = step(token, caches, index - 1)  # (B, 1, V)
+        chosen = settings.sampler(forbid(logits[:, -1], settings.forbidden), index, seed)
+        given = ops.slice(ids, (0, index), (batch, 1))[:, 0]  # (B,)
+        in_prompt = ops.slice(is_prompt, (0, index), (batch, 1))[:, 0]  # (B,)
+        chosen = ops.where(done, settings.fill_id, chosen)
+        chosen = ops.where(in_prompt, given, chosen)
+        ids = ops.slice_update(ids, (0, index), ops.cast(chosen, ids.dtype)[:, None])
+        stopped = ops.logical_and(ops.logical_not(in_prompt), is_stop(chosen, settings.stop_ids))
+        return index + 1, ids, caches, ops.logical_or(done, stopped)
+
+    start = ops.maximum(ops.min(prompts.lengths), 1)
+    done = ops.zeros((batch,), dtype="bool")
+    _, ids, _, _ = ops.while_loop(cond, body, (start, prompts.ids, caches, done))
+    return ids
