@@ -97,8 +97,10 @@ def token_ids(tokenizer, texts):
     return [list(np.asarray(ids)) for ids in tokenizer(list(texts))]
 
 
-def translate(model, tokenizer, source_ids, max_length, batch_size, beam_size, pad_to=16):
-    """Beam-search translations of the sources' ids (lists, no special tokens).
+def translate(model, tokenizer, source_ids, max_length, batch_size, beam_size, pad_to=16,
+              alpha=0.6):
+    """Beam-search (or greedy, `beam_size=None`) translations of the sources' ids
+    (lists, no special tokens).
 
     Sources are sorted by length and padded to a multiple of `pad_to`; every
     batch is filled to `batch_size` rows, so the decode loop compiles once
@@ -115,7 +117,7 @@ def translate(model, tokenizer, source_ids, max_length, batch_size, beam_size, p
             batch[row, :len(ids[i])] = ids[i]
         batch[len(chunk):, 0] = END_ID  # filler rows: one real token, discarded
         generated = model.generate(
-            batch, start_id=START_ID, stop_ids=(END_ID,), beam_size=beam_size,
+            batch, start_id=START_ID, stop_ids=(END_ID,), beam_size=beam_size, alpha=alpha,
             max_length=width + 50,  # the paper: source length + 50
         )
         for row, i in enumerate(chunk):

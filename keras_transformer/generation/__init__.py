@@ -3,8 +3,11 @@
 Use it through `DecoderOnly.generate` and `EncoderDecoder.generate`.
 """
 
+from keras_transformer.generation.beam_search import Hypotheses
 from keras_transformer.generation.beam_search import length_penalty
+from keras_transformer.generation.decoding import compilations
 from keras_transformer.generation.samplers import GREEDY
 from keras_transformer.generation.samplers import Sampler
+from keras_transformer.generation.settings import DecodeSettings
 
-__all__ = ["GREEDY", "Sampler", "length_penalty"]
+__all__ = ["GREEDY", "DecodeSettings", "Hypotheses", "Sampler", "compilations", "length_penalty"]

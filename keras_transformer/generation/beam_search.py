@@ -28,6 +28,13 @@ class Hypotheses(NamedTuple):
         scores: float32 `(batch, n)`: summed log-probability of the generated
             tokens over `length_penalty(lengths, alpha)`, descending.
         lengths: int32 `(batch, n)`: generated tokens, the stop id included.
+
+    Example:
+    >>> import numpy as np, keras_transformer as kt
+    >>> translator = kt.EncoderDecoder.from_preset("transformer_tiny")
+    >>> best = translator.generate(np.array([[5, 6, 7]]), max_length=6, num_return=3)
+    >>> best.ids.shape, best.scores.shape, bool(best.scores[0, 0] >= best.scores[0, 1])
+    ((1, 3, 6), (1, 3), True)
     """
 
     ids: object

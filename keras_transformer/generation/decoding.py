@@ -31,6 +31,13 @@ from keras_transformer.generation.settings import check_stop_ids
 def compilations(model):
     """How many times `model`'s decode loops were compiled (traced) so far.
 
+    Each `generate` setting (batch, bucketed width, search) compiles once on
+    JAX and TensorFlow; new seeds and widths in the same bucket do not. On
+    torch the loop runs eagerly: each setting counts once.
+
+    Args:
+        model: a `DecoderOnly` or `EncoderDecoder`.
+
     Example:
     >>> import numpy as np, keras_transformer as kt
     >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")

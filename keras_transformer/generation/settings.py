@@ -45,6 +45,13 @@ class DecodeSettings:
         forbidden: ids never generated (the padding id, unless it stops).
         fill_id: written after a row has stopped.
         source_length: encoder-decoder only, the padded source width.
+
+    Example:
+    >>> import numpy as np, keras_transformer as kt
+    >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
+    >>> _ = gpt.generate(np.array([[5, 6, 7]]), max_new_tokens=4)
+    >>> [(s.batch, s.length, s.beam_size) for _, s in gpt._decode_functions]
+    [(1, 12, None)]
     """
 
     batch: int

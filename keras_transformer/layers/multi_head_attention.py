@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
+from keras_transformer.layers import key_value_cache
 
 MODES = ("bidirectional", "causal", "banded", "cross")
 _NEG_INF = -1e9  # added to masked scores; the softmax runs in float32
@@ -167,10 +168,8 @@ class MultiHeadAttention(keras.layers.Layer):
         q, k, v = self._split_heads(self.qkv_projection(query), 3)
         if cache is None:
             return q, k, v, None
-        start = (0, cache_index, 0, 0)
-        k = ops.slice_update(cache[:, 0], start, ops.cast(k, cache.dtype))  # (B, S, H, d)
-        v = ops.slice_update(cache[:, 1], start, ops.cast(v, cache.dtype))
-        return q, k, v, ops.stack([k, v], axis=1)
+        k, v, cache = key_value_cache.write(cache, cache_index, k, v)  # (B, S, H, d) each
+        return q, k, v, cache
 
     def key_value_cache(self, memory):
         """Cross-attention keys and values of `memory`, `(batch, 2, S, heads, d_head)`.

@@ -56,7 +56,8 @@ class EncoderDecoder(TransformerModel):
         Logits `(batch, T, vocab_size)`.
 
     Example:
-    >>>     >>> model = EncoderDecoder(vocab_size=100, num_layers=2, d_model=32,
+    >>> import numpy as np
+    >>> model = EncoderDecoder(vocab_size=100, num_layers=2, d_model=32,
     ...                        num_heads=4, d_ff=64)
     >>> logits = model({"source": np.array([[5, 6, 7, 8, 0, 0]]),
     ...                 "target": np.array([[2, 9, 9, 9, 9, 9, 9]])})
@@ -199,7 +200,8 @@ class EncoderDecoder(TransformerModel):
             (padding gets 0; each row sums to 1).
 
         Example:
-        >>>         >>> model = EncoderDecoder(vocab_size=50, num_layers=2, d_model=16,
+        >>> import numpy as np
+        >>> model = EncoderDecoder(vocab_size=50, num_layers=2, d_model=16,
         ...                        num_heads=2, d_ff=32)
         >>> maps = model.cross_attention_probabilities(np.array([[5, 6, 7, 0]]),
         ...                                            np.array([[2, 8, 9]]))
@@ -256,7 +258,8 @@ class EncoderDecoder(TransformerModel):
             num_return, max_length)`, scores and lengths, best first.
 
         Example:
-        >>>         >>> model = EncoderDecoder(vocab_size=50, num_layers=1, d_model=16,
+        >>> import numpy as np
+        >>> model = EncoderDecoder(vocab_size=50, num_layers=1, d_model=16,
         ...                        num_heads=2, d_ff=32)
         >>> model.generate(np.array([[5, 6, 7, 0]]), max_length=6).shape
         (1, 6)

@@ -13,6 +13,7 @@ import pytest
 
 import keras_transformer as kt
 from keras_transformer import layers
+from keras_transformer.generation import Sampler
 
 VOCAB, BATCH, LENGTH, WIDTH = 32, 2, 5, 8
 SMALL = dict(vocab_size=VOCAB, num_layers=1, d_model=WIDTH, num_heads=2, d_ff=16,
@@ -33,6 +34,10 @@ def ids(shape=(BATCH, LENGTH), value=1, dtype="int32"):
 
 def hidden(shape=(BATCH, LENGTH, WIDTH)):
     return np.ones(shape, "float32")
+
+
+def prompt(value=1, dtype="int32"):
+    return np.full((1, 2), value, dtype)
 
 
 def pair(source=None, target=None):
@@ -133,6 +138,78 @@ CASES = [
      r"`attention_window` must be an integer >= 1; received 0"),
     ("heads-do-not-divide-d-model", lambda: gpt(num_heads=3), ValueError,
      r"`d_model` \(8\) must be divisible by `num_heads` \(3\)"),
+    ("pad-id-beyond-vocab", lambda: gpt(pad_id=VOCAB), ValueError,
+     r"`pad_id` must be None or a token id in \[0, vocab_size=32\); received 32"),
+    ("end-id-negative", lambda: gpt(end_id=-1), ValueError,
+     r"`end_id` must be None or a token id in \[0, vocab_size=32\); received -1"),
+    ("start-id-equals-pad-id", lambda: transformer(start_id=0, pad_id=0), ValueError,
+     r"`start_id` must differ from `pad_id` .*; received both 0"),
+    # --- generate ------------------------------------------------------------------
+    ("generate-float-prompt", lambda: gpt().generate(prompt(dtype="float32")), ValueError,
+     r"`prompt_ids` must hold integer token ids; received dtype float32"),
+    ("generate-prompt-beyond-vocab", lambda: gpt().generate(prompt(VOCAB)), ValueError,
+     r"`prompt_ids` must lie in \[0, vocab_size=32\); received ids from 32 to 32"),
+    ("generate-1-D-prompt", lambda: gpt().generate(np.ones(3, "int32")), ValueError,
+     r"`prompt_ids` must have shape \(batch, length\); received shape \(3,\)"),
+    ("generate-negative-source", lambda: transformer().generate(prompt(-1)), ValueError,
+     r"`source_ids` must lie in \[0, vocab_size=32\); received ids from -1 to -1"),
+    ("generate-start-id-beyond-vocab",
+     lambda: transformer().generate(prompt(5), start_id=VOCAB), ValueError,
+     r"`start_id` must be a token id in \[0, vocab_size=32\); received 32"),
+    ("generate-no-start-id",
+     lambda: transformer(start_id=None).generate(prompt(5)), ValueError,
+     r"`start_id` is needed: pass it, or build the model with `start_id`"),
+    ("generate-stop-ids-an-int", lambda: gpt().generate(prompt(), 2, stop_ids=3), ValueError,
+     r"`stop_ids` must be a list or tuple of token ids \(e.g. \(end_id,\)\); received 3"),
+    ("generate-stop-id-beyond-vocab",
+     lambda: gpt().generate(prompt(), 2, stop_ids=(3, VOCAB)), ValueError,
+     r"`stop_ids` must be a token id in \[0, vocab_size=32\); received 32"),
+    ("generate-max-new-tokens-negative", lambda: gpt().generate(prompt(), -1), ValueError,
+     r"`max_new_tokens` must be an integer >= 1; received -1"),
+    ("generate-max-new-tokens-zero", lambda: gpt().generate(prompt(), 0), ValueError,
+     r"`max_new_tokens` must be an integer >= 1; received 0"),
+    ("generate-max-length-zero",
+     lambda: transformer().generate(prompt(5), max_length=0), ValueError,
+     r"`max_length` must be an integer >= 1; received 0"),
+    ("generate-alpha-none", lambda: transformer().generate(prompt(5), alpha=None), ValueError,
+     r"`alpha` must be a number >= 0; received None"),
+    ("generate-alpha-negative",
+     lambda: gpt().generate(prompt(), 2, beam_size=2, alpha=-0.5), ValueError,
+     r"`alpha` must be a number >= 0; received -0.5"),
+    ("generate-beam-size-zero", lambda: gpt().generate(prompt(), 2, beam_size=0), ValueError,
+     r"`beam_size` must be an integer >= 1; received 0"),
+    ("generate-num-return-above-beam",
+     lambda: transformer().generate(prompt(5), beam_size=2, num_return=3), ValueError,
+     r"`num_return` must be <= beam_size=2 .*; received 3"),
+    ("generate-num-return-without-beam",
+     lambda: gpt().generate(prompt(), 2, num_return=2), ValueError,
+     r"`num_return` needs beam search .*; received num_return=2 with beam_size=None"),
+    ("generate-sampler-with-beam",
+     lambda: gpt().generate(prompt(), 2, beam_size=2, sampler=Sampler(top_k=3)), ValueError,
+     r"Beam search is deterministic: pass a `sampler` only with beam_size=None"),
+    ("generate-sampler-not-a-sampler",
+     lambda: gpt().generate(prompt(), 2, sampler="greedy"), ValueError,
+     r"`sampler` must be a keras_transformer.generation.Sampler or None; received 'greedy'"),
+    ("generate-padding-mask-wrong-shape",
+     lambda: gpt().generate(prompt(), 2, padding_mask=np.ones((1, 3), bool)), ValueError,
+     r"`padding_mask` must be a bool array of the prompts' shape \(1, 2\)"),
+    ("generate-padding-mask-int",
+     lambda: gpt().generate(prompt(), 2, padding_mask=np.ones((1, 2), "int32")), ValueError,
+     r"`padding_mask` must be a bool array .*; received int32 of shape \(1, 2\)"),
+    ("generate-pad-inside-prompt",
+     lambda: gpt(pad_id=0).generate(np.array([[4, 0, 5]]), 2), ValueError,
+     r"rows \[0\] have padding \(pad_id=0\) between tokens. Pass `padding_mask`"),
+    ("generate-prompt-all-padding",
+     lambda: gpt().generate(prompt(), 2, padding_mask=np.zeros((1, 2), bool)), ValueError,
+     r"Every prompt needs at least one real token; rows \[0\] have none"),
+    ("generate-beyond-learned-table", lambda: gpt().generate(prompt(), LENGTH), ValueError,
+     r"Decoding needs 7 positions but the learned position table has max_length=6"),
+    ("sampler-seed-2-to-the-31", lambda: Sampler(seed=2**31), ValueError,
+     r"`seed` must be an integer in \[0, 2\*\*31 - 1\]; received 2147483648"),
+    ("sampler-seed-negative", lambda: Sampler(seed=-1), ValueError,
+     r"`seed` must be an integer >= 0; received -1"),
+    ("sampler-top-p-string", lambda: Sampler(top_p="0.9"), ValueError,
+     r"`top_p` must be a number in \(0, 1\]; received '0.9'"),
 ]
 assert len(CASES) >= 20
 

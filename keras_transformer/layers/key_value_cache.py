@@ -1,0 +1,48 @@
+"""Writing one step's keys and values into a key/value cache `(B, 2, S, H, d_head)`.
+
+The one layers module that may import a backend (torch, lazily). Everywhere the
+write is `keras.ops.slice_update` of the stacked keys and values: XLA updates the
+buffer in place inside the compiled decode loop. PyTorch's eager
+`slice_update` copies the whole cache instead, per layer and step; inside
+`generate` (which runs under `torch.inference_mode()`, so no autograd graph can
+see the buffer change) the cache is written in place, and the process holds
+one cache, not a stream of copies. A cache passed to `call_with_cache`
+outside `generate` is never modified.
+"""
+
+import sys
+
+import keras
+from keras import ops
+
+
+def _write_in_place():
+    """Whether a torch decode loop (inference mode) is running, so in place is safe."""
+    if keras.backend.backend() != "torch":
+        return False
+    torch = sys.modules["torch"]
+    return torch.is_inference_mode_enabled() and not torch.compiler.is_compiling()
+
+
+def write(cache, index, keys, values):
+    """`cache` with `keys`, `values` `(B, T, H, d_head)` at positions `index .. index + T - 1`.
+
+    Args:
+        cache: `(B, 2, S, H, d_head)`: keys, then values, a slot per position.
+        index: the absolute position of the first new row (int or scalar tensor).
+        keys: `(B, T, H, d_head)`.
+        values: `(B, T, H, d_head)`.
+
+    Returns:
+        `(all keys (B, S, H, d_head), all values (B, S, H, d_head), updated cache)`.
+    """
+    update = ops.cast(ops.stack([keys, values], axis=1), cache.dtype)  # (B, 2, T, H, d)
+    if _write_in_place():
+        torch = sys.modules["torch"]
+        positions = torch.arange(update.shape[2], device=cache.device) + torch.as_tensor(
+            index, device=cache.device
+        )
+        cache.index_copy_(2, positions, update)
+    else:
+        cache = ops.slice_update(cache, (0, 0, index, 0, 0), update)
+    return cache[:, 0], cache[:, 1], cache
