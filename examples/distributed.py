@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 
 import keras_transformer as kt  # noqa: E402
 
-FIRST_SYMBOL = 1  # 0 is padding
+FIRST_SYMBOL = 1  # the stream never uses id 0 (gpt2_tiny has no padding id; any id would do)
 QKV_SUFFIX = "block_0/self_attention/qkv/kernel"
 
 

@@ -79,7 +79,10 @@ def main(argv=None):
     print(f"vocabulary {tokenizer.vocabulary_size():,} pieces; {steps_per_epoch:,} batches "
           f"of {args.batch_size} x {args.sequence_length} tokens per epoch")
 
-    overrides = dict(vocab_size=tokenizer.vocabulary_size(), max_length=args.sequence_length)
+    # Our SentencePiece vocabulary has a padding id (the language-model batches pad the last
+    # window with it) and an end id that separates files: the model's pad_id and end_id.
+    overrides = dict(vocab_size=tokenizer.vocabulary_size(), max_length=args.sequence_length,
+                     pad_id=kt.data.PAD_ID, end_id=kt.data.END_ID)
     if args.preset is None:
         overrides.update(SMOKE_SIZE if args.smoke else CPU_SIZE)
     model = kt.DecoderOnly.from_preset(args.preset or "gpt2_tiny", **overrides)
@@ -102,12 +105,13 @@ def main(argv=None):
 
     samples = {}
     prompts = [np.asarray(tokenizer.tokenize(p)).tolist() for p in PROMPTS]
-    batch = keras.utils.pad_sequences(prompts, padding="post", value=0, dtype="int32")  # pad_id 0
+    batch = keras.utils.pad_sequences(prompts, padding="post", value=kt.data.PAD_ID,
+                                      dtype="int32")
     new = min(args.new_tokens, args.sequence_length - batch.shape[1])
     for name, sampler in (("top-k 40", Sampler(top_k=40, seed=args.seed)),
                           ("top-p 0.9", Sampler(top_p=0.9, seed=args.seed))):
         generated = model.generate(batch, max_new_tokens=new, sampler=sampler)
-        samples[name] = [tokenizer.detokenize(row[row != 0]) for row in generated]
+        samples[name] = [tokenizer.detokenize(row[row != kt.data.PAD_ID]) for row in generated]
         print(f"\n===== samples, {name} =====")
         for text in samples[name]:
             print(text if isinstance(text, str) else text.decode("utf-8", "replace"))

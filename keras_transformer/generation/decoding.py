@@ -134,13 +134,12 @@ def _special_ids(model, stop_ids):
     return stop_ids, forbidden, fill
 
 
-def _settings(model, batch, length, sampler, beam_size, alpha, num_return, stop_ids,
-              source_length=None):
+def _settings(model, sampler, alpha, stop_ids, **shapes_and_search):
+    """The `DecodeSettings` of one call: the sampler without its seed, the special ids."""
     stop_ids, forbidden, fill = _special_ids(model, stop_ids)
     return DecodeSettings(
-        batch=batch, length=length, sampler=sampler.without_seed(), beam_size=beam_size,
-        alpha=float(alpha), num_return=num_return, stop_ids=stop_ids, forbidden=forbidden,
-        fill_id=fill, source_length=source_length,
+        sampler=sampler.without_seed(), alpha=float(alpha), stop_ids=stop_ids,
+        forbidden=forbidden, fill_id=fill, **shapes_and_search,
     )
 
 
@@ -191,8 +190,8 @@ def generate_decoder_only(
     check_decode_length(model, end)
     limit = config.max_length - max_new_tokens if config.position == "learned" else None
     padded = bucket(width, limit)
-    settings = _settings(model, batch, padded + max_new_tokens, sampler, beam_size, alpha,
-                         returned, stop_ids)
+    settings = _settings(model, sampler, alpha, stop_ids, batch=batch,
+                         length=padded + max_new_tokens, beam_size=beam_size, num_return=returned)
     buffer = np.full((batch, settings.length), settings.fill_id, dtype="int32")
     buffer[:, :width] = np.where(np.arange(width) < lengths[:, None], prompt, settings.fill_id)
 
@@ -240,8 +239,8 @@ def generate_encoder_decoder(
     else:
         buffer_length = validation.check_int("max_length", max_length)
     check_decode_length(model, max_length + 1)
-    settings = _settings(model, batch, buffer_length + 1, sampler, beam_size, alpha, returned,
-                         stop_ids, source_length=padded_width)
+    settings = _settings(model, sampler, alpha, stop_ids, batch=batch, length=buffer_length + 1,
+                         beam_size=beam_size, num_return=returned, source_length=padded_width)
 
     def build(settings):
         def run(source, start, end, seed):

@@ -42,6 +42,7 @@ def write(cache, index, keys, values):
         positions = torch.arange(update.shape[2], device=cache.device) + torch.as_tensor(
             index, device=cache.device
         )
+        cache = cache.contiguous()  # a broadcast view (one row per beam) gets its own memory
         cache.index_copy_(2, positions, update)
     else:
         cache = ops.slice_update(cache, (0, 0, index, 0, 0), update)
