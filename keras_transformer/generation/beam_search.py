@@ -1,7 +1,7 @@
 """Beam search that keeps alive and finished hypotheses apart, on the KV cache.
 
 At every step the `2K` best one-token extensions of the `K` alive beams are
-taken. Those ending in a stop id leave the beam: they join a finished set of
+taken (`K (S + 1)` with `S` stop ids, so that `K` of them survive). Those ending in a stop id leave the beam: they join a finished set of
 `K`, scored by summed log-probability over GNMT's length penalty at their own
 length. The `K` best of the others stay alive. At the last position every alive
 extension finishes by length. A row stops early once no alive beam can still
@@ -26,7 +26,9 @@ class Hypotheses(NamedTuple):
         ids: int32 `(batch, n, L)` token ids; after a hypothesis ends, the
             fill id (the model's `pad_id`, else the stop id).
         scores: float32 `(batch, n)`: summed log-probability of the generated
-            tokens over `length_penalty(lengths, alpha)`, descending.
+            tokens over `length_penalty(lengths, alpha)`, descending. A score of
+            about -1e30 marks a slot no hypothesis filled (a row with fewer than
+            n possible outputs).
         lengths: int32 `(batch, n)`: generated tokens, the stop id included.
 
     Example:
@@ -118,19 +120,20 @@ def beam_loop(step, prompts, caches, settings):
         log_probs = ops.log_softmax(forbid(logits[:, -1], settings.forbidden), axis=-1)
         vocab = ops.shape(log_probs)[-1]
         log_probs = ops.reshape(log_probs, (batch, k, vocab))  # (B, K, V)
-        in_prompt = index < lengths  # (B,)
-        given = ops.slice(prompts.ids, (0, index), (batch, 1))  # (B, 1)
+        given, in_prompt = prompts.at(index)  # (B,) each
         vocab_ids = ops.arange(vocab, dtype="int32")[None, None, :]
-        forced = ops.where(ops.equal(vocab_ids, given[:, :, None]), 0.0, NEG_INF)  # (B, 1, V)
+        forced = ops.where(ops.equal(vocab_ids, given[:, None, None]), 0.0, NEG_INF)  # (B, 1, V)
         log_probs = ops.where(in_prompt[:, None, None], forced, log_probs)
         candidates = ops.reshape(alive_scores[:, :, None] + log_probs, (batch, k * vocab))
-        scores, flat = ops.top_k(candidates, 2 * k)  # (B, 2K), best first
+        # Enough extensions that K survive even if every stop id ends K of them.
+        width = min(k * (len(settings.stop_ids) + 1), k * vocab)
+        scores, flat = ops.top_k(candidates, width)  # (B, width), best first
         parent = ops.cast(flat // vocab, "int32")
         token = ops.cast(flat % vocab, "int32")
-        sequences = _gather(alive, parent)  # (B, 2K, L)
+        sequences = _gather(alive, parent)  # (B, width, L)
         sequences = ops.slice_update(sequences, (0, 0, index), token[:, :, None])
         generated = ops.logical_and(ops.logical_not(in_prompt)[:, None], scores > NEG_INF / 2)
-        stops = ops.logical_and(generated, is_stop(token, settings.stop_ids))  # (B, 2K)
+        stops = ops.logical_and(generated, is_stop(token, settings.stop_ids))  # (B, width)
         ends = ops.logical_or(stops, ops.logical_and(generated, index == end - 1))
 
         # Alive: the K best extensions that did not emit a stop id.
@@ -139,9 +142,9 @@ def beam_loop(step, prompts, caches, settings):
         caches = _reorder(caches, ops.reshape(beam_rows + _gather(parent, keep), (-1,)))
 
         # Finished: the K best of the finished set and the extensions that end now.
-        new_lengths = ops.broadcast_to((index + 1 - lengths)[:, None], (batch, 2 * k))
+        new_lengths = ops.broadcast_to((index + 1 - lengths)[:, None], (batch, width))
         normalized = ops.where(ends, scores / length_penalty(new_lengths, settings.alpha), NEG_INF)
-        pool_scores = ops.concatenate([finished_scores, normalized], axis=1)  # (B, 3K)
+        pool_scores = ops.concatenate([finished_scores, normalized], axis=1)  # (B, K + width)
         finished_scores, best = ops.top_k(pool_scores, k)
         finished = _gather(ops.concatenate([finished, sequences], axis=1), best)
         pool_lengths = ops.concatenate([finished_lengths, new_lengths], axis=1)
@@ -152,10 +155,9 @@ def beam_loop(step, prompts, caches, settings):
         return (index + 1, alive, alive_scores, finished, finished_scores, finished_lengths,
                 caches, done)
 
-    start = ops.maximum(ops.min(lengths), 1)
     done = ops.zeros((batch,), dtype="bool")
-    state = (start, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
-             done)
+    state = (prompts.first_index(), alive, alive_scores, finished, finished_scores,
+             finished_lengths, caches, done)
     _, _, _, finished, finished_scores, finished_lengths, _, _ = ops.while_loop(
         cond, body, state
     )

@@ -53,27 +53,35 @@ def compilations(model):
 def _compiled(model, settings, build):
     """The compiled loop for `settings`, built (and kept on the model) on first use."""
     functions = model.__dict__.setdefault("_decode_functions", {})
-    key = (type(model).__name__, settings)
-    if key not in functions:
-        functions[key] = CompiledLoop(model, build(settings))
-    return functions[key]
+    if settings not in functions:
+        functions[settings] = CompiledLoop(model, build(settings))
+    return functions[settings]
 
 
-def check_decode_length(model, total):
+def check_decode_length(model, total, argument):
     """A learned position table must hold every decoded position."""
     config = model.config
     if config.position == "learned" and total > config.max_length:
         raise ValueError(
             f"Decoding needs {total} positions but the learned position table has "
-            f"max_length={config.max_length} rows; ask for fewer new tokens."
+            f"max_length={config.max_length} rows; pass a smaller `{argument}`."
         )
 
 
 def _token_array(name, ids, vocab_size):
-    """Host int32 `(B, L)` ids, checked: integer dtype, rank 2, values in range."""
+    """Host int32 `(B, L)` ids, checked: integer dtype, rank 2, a row or more, values in range."""
     ids = np.asarray(ids)
     validation.check_token_ids(name, ids, vocab_size)
+    if ids.shape[0] == 0:
+        raise ValueError(
+            f"`{name}` must hold at least one row (batch >= 1); received shape {ids.shape}."
+        )
     return ids.astype("int32")
+
+
+def _seed(sampler):
+    """The seed input of the loop: the sampler's, a fresh one, or 0 for greedy (unused)."""
+    return 0 if sampler.greedy else sampler.next_seed()
 
 
 def _prompt_lengths(prompt, padding_mask, pad_id):
@@ -187,10 +195,10 @@ def generate_decoder_only(
     prompt, lengths = _prompt_lengths(prompt, padding_mask, config.pad_id)
     batch, width = prompt.shape
     end = width + max_new_tokens
-    check_decode_length(model, end)
+    check_decode_length(model, end, "max_new_tokens")
     limit = config.max_length - max_new_tokens if config.position == "learned" else None
     padded = bucket(width, limit)
-    settings = _settings(model, sampler, alpha, stop_ids, batch=batch,
+    settings = _settings(model, sampler, alpha, stop_ids, batch=batch, input_length=padded,
                          length=padded + max_new_tokens, beam_size=beam_size, num_return=returned)
     buffer = np.full((batch, settings.length), settings.fill_id, dtype="int32")
     buffer[:, :width] = np.where(np.arange(width) < lengths[:, None], prompt, settings.fill_id)
@@ -198,7 +206,7 @@ def generate_decoder_only(
     def build(settings):
         def run(ids, lengths, end, seed):
             caches = model.empty_cache(settings.batch, settings.length)
-            _, caches = model.call_with_cache(ids[:, :padded], caches, 0)  # prefill
+            _, caches = model.call_with_cache(ids[:, : settings.input_length], caches, 0)
             prompts = Prompts(ids, lengths, end)
             return _search(model.call_with_cache, prompts, caches, settings, seed)
 
@@ -206,7 +214,7 @@ def generate_decoder_only(
 
     run = _compiled(model, settings, build)
     outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
-                    for x in (buffer, lengths, end, sampler.next_seed())))
+                    for x in (buffer, lengths, end, _seed(sampler))))
     return _result(outputs, end, num_return)
 
 
@@ -227,20 +235,30 @@ def generate_encoder_decoder(
                 "token every target starts with)."
             )
     start_id = validation.check_token_id("start_id", start_id, config.vocab_size)
+    if start_id == config.pad_id:
+        raise ValueError(
+            f"`start_id` must differ from `pad_id` (a start token equal to the padding id "
+            f"would be masked out); received both {start_id}."
+        )
     batch, width = source.shape
+    learned = config.position == "learned"
+    if learned and width > config.max_length:
+        raise ValueError(
+            f"`source_ids` has {width} positions but the learned position table has "
+            f"max_length={config.max_length} rows."
+        )
     padded_width = width
     if config.pad_id is not None:  # padding to a bucket needs a padding id
-        limit = config.max_length if config.position == "learned" else None
-        padded_width = bucket(width, limit)
+        padded_width = bucket(width, config.max_length if learned else None)
         source = np.pad(source, ((0, 0), (0, padded_width - width)),
                         constant_values=config.pad_id)
     if max_length is None:  # the paper: source length + 50
         max_length, buffer_length = width + 50, padded_width + 50
     else:
         buffer_length = validation.check_int("max_length", max_length)
-    check_decode_length(model, max_length + 1)
+    check_decode_length(model, max_length + 1, "max_length")
     settings = _settings(model, sampler, alpha, stop_ids, batch=batch, length=buffer_length + 1,
-                         beam_size=beam_size, num_return=returned, source_length=padded_width)
+                         beam_size=beam_size, num_return=returned, input_length=padded_width)
 
     def build(settings):
         def run(source, start, end, seed):
@@ -262,5 +280,5 @@ def generate_encoder_decoder(
 
     run = _compiled(model, settings, build)
     outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
-                    for x in (source, start_id, max_length + 1, sampler.next_seed())))
+                    for x in (source, start_id, max_length + 1, _seed(sampler))))
     return _result(outputs, max_length + 1, num_return, skip=1)

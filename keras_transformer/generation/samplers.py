@@ -14,8 +14,8 @@ import numpy as np
 from keras import ops
 
 from keras_transformer import validation
+from keras_transformer.generation.logits import NEG_INF
 
-_NEG_INF = -1e30
 MAX_SEED = 2**31 - 1
 """Seeds are non-negative int32 values: `0 <= seed <= MAX_SEED`."""
 
@@ -48,7 +48,7 @@ def uniform(seed, step, shape):
 def top_k_filter(logits, k):
     """Logits outside the `k` largest of each row set to -inf. `(B, V) -> (B, V)`."""
     kth = ops.top_k(logits, k)[0][:, -1:]  # (B, 1)
-    return ops.where(logits < kth, _NEG_INF, logits)
+    return ops.where(logits < kth, NEG_INF, logits)
 
 
 def top_p_filter(logits, p):
@@ -61,7 +61,7 @@ def top_p_filter(logits, p):
     before = ops.cumsum(probs, axis=-1) - probs  # mass of strictly more likely tokens
     kept = ops.sum(ops.cast(before < p, "int32"), axis=-1, keepdims=True)  # (B, 1) >= 1
     threshold = ops.take_along_axis(sorted_logits, kept - 1, axis=-1)  # smallest kept
-    return ops.where(logits < threshold, _NEG_INF, logits)
+    return ops.where(logits < threshold, NEG_INF, logits)
 
 
 @dataclasses.dataclass(frozen=True)

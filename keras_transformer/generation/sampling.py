@@ -22,7 +22,6 @@ def sampling_loop(step, prompts, caches, settings, seed):
         its later positions hold `settings.fill_id`.
     """
     batch = settings.batch
-    is_prompt = ops.arange(settings.length, dtype="int32")[None, :] < prompts.lengths[:, None]
 
     def cond(index, ids, caches, done):
         return ops.logical_and(index < prompts.end, ops.logical_not(ops.all(done)))
@@ -31,15 +30,14 @@ def sampling_loop(step, prompts, caches, settings, seed):
         token = ops.slice(ids, (0, index - 1), (batch, 1))  # (B, 1)
         logits, caches = step(token, caches, index - 1)  # (B, 1, V)
         chosen = settings.sampler(forbid(logits[:, -1], settings.forbidden), index, seed)
-        given = ops.slice(ids, (0, index), (batch, 1))[:, 0]  # (B,)
-        in_prompt = ops.slice(is_prompt, (0, index), (batch, 1))[:, 0]  # (B,)
+        given, in_prompt = prompts.at(index)  # (B,) each
         chosen = ops.where(done, settings.fill_id, chosen)
         chosen = ops.where(in_prompt, given, chosen)
         ids = ops.slice_update(ids, (0, index), ops.cast(chosen, ids.dtype)[:, None])
         stopped = ops.logical_and(ops.logical_not(in_prompt), is_stop(chosen, settings.stop_ids))
         return index + 1, ids, caches, ops.logical_or(done, stopped)
 
-    start = ops.maximum(ops.min(prompts.lengths), 1)
     done = ops.zeros((batch,), dtype="bool")
-    _, ids, _, _ = ops.while_loop(cond, body, (start, prompts.ids, caches, done))
+    state = (prompts.first_index(), prompts.ids, caches, done)
+    _, ids, _, _ = ops.while_loop(cond, body, state)
     return ids

@@ -1,9 +1,12 @@
 """One frozen object saying how a `generate` call decodes: also its compile key."""
 
 import dataclasses
+import math
 import numbers
 from typing import NamedTuple
 from typing import Optional
+
+from keras import ops
 
 from keras_transformer import validation
 from keras_transformer.generation.samplers import Sampler
@@ -31,8 +34,8 @@ class DecodeSettings:
     """Everything a decode loop is compiled for; hashable, so it keys the compiled loops.
 
     Shapes are the padded (bucketed) ones. The seed, the prompt lengths and
-    where each row ends are inputs of the compiled loop, not settings: a new
-    seed or a new prompt length in the same bucket reuses it.
+    the position where the output ends are inputs of the compiled loop, not
+    settings: a new seed or a new prompt length in the same bucket reuses it.
 
     Args:
         batch: rows decoded together.
@@ -44,14 +47,15 @@ class DecodeSettings:
         stop_ids: ids that end a row; never forbidden.
         forbidden: ids never generated (the padding id, unless it stops).
         fill_id: written after a row has stopped.
-        source_length: encoder-decoder only, the padded source width.
+        input_length: the padded width of the prompts (decoder-only: what the
+            prefill runs over) or of the sources (encoder-decoder).
 
     Example:
     >>> import numpy as np, keras_transformer as kt
     >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
     >>> _ = gpt.generate(np.array([[5, 6, 7]]), max_new_tokens=4)
-    >>> [(s.batch, s.length, s.beam_size) for _, s in gpt._decode_functions]
-    [(1, 12, None)]
+    >>> [(s.batch, s.input_length, s.length) for s in gpt._decode_functions]
+    [(1, 8, 12)]
     """
 
     batch: int
@@ -63,7 +67,7 @@ class DecodeSettings:
     stop_ids: tuple
     forbidden: tuple
     fill_id: int
-    source_length: Optional[int] = None
+    input_length: int
 
 
 def check_search(sampler, beam_size, alpha, num_return):
@@ -74,8 +78,11 @@ def check_search(sampler, beam_size, alpha, num_return):
             f"received {sampler!r}."
         )
     validation.check_int("beam_size", beam_size, allow_none=True)
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not alpha >= 0:
-        raise ValueError(f"`alpha` must be a number >= 0; received {alpha!r}.")
+    if (
+        isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
+        or not 0 <= alpha < math.inf
+    ):
+        raise ValueError(f"`alpha` must be a finite number >= 0; received {alpha!r}.")
     validation.check_int("num_return", num_return, allow_none=True)
     if beam_size is None:
         if num_return is not None:
@@ -120,3 +127,12 @@ class Prompts(NamedTuple):
     ids: object
     lengths: object
     end: object
+
+    def first_index(self):
+        """The first position a loop fills: the shortest prompt's end (a prompt has a token)."""
+        return ops.maximum(ops.min(self.lengths), 1)
+
+    def at(self, index):
+        """`(token (B,), inside the prompt (B,))` of every row at position `index`."""
+        batch = ops.shape(self.ids)[0]
+        return ops.slice(self.ids, (0, index), (batch, 1))[:, 0], index < self.lengths

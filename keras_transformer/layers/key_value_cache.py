@@ -3,11 +3,12 @@
 The one layers module that may import a backend (torch, lazily). Everywhere the
 write is `keras.ops.slice_update` of the stacked keys and values: XLA updates the
 buffer in place inside the compiled decode loop. PyTorch's eager
-`slice_update` copies the whole cache instead, per layer and step; inside
-`generate` (which runs under `torch.inference_mode()`, so no autograd graph can
-see the buffer change) the cache is written in place, and the process holds
-one cache, not a stream of copies. A cache passed to `call_with_cache`
-outside `generate` is never modified.
+`slice_update` copies the whole cache instead, per layer and step. Under
+`torch.inference_mode()` (which `generate` turns on, and in which no autograd
+graph can see a buffer change) the cache is written in place, so greedy and
+sampled decoding hold one cache, not a stream of copies; beam search still
+copies the caches once a step when it reorders the beams. Outside inference
+mode, a cache passed to `call_with_cache` is never modified.
 """
 
 import sys
@@ -42,7 +43,7 @@ def write(cache, index, keys, values):
         positions = torch.arange(update.shape[2], device=cache.device) + torch.as_tensor(
             index, device=cache.device
         )
-        cache = cache.contiguous()  # a broadcast view (one row per beam) gets its own memory
+        cache = cache.contiguous()  # rows that share memory (a repeated row) get their own
         cache.index_copy_(2, positions, update)
     else:
         cache = ops.slice_update(cache, (0, 0, index, 0, 0), update)

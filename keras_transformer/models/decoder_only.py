@@ -146,11 +146,13 @@ class DecoderOnly(TransformerModel):
                 or after their tokens: say which positions are real with
                 `padding_mask`, else every id other than `pad_id` is real
                 (every id, when `pad_id` is None).
-            max_new_tokens: tokens to add after the longest prompt (>= 1).
+            max_new_tokens: tokens to add after the longest prompt (>= 1);
+                every row is filled to `P + max_new_tokens`, so a shorter
+                prompt gets more.
             sampler: a `keras_transformer.generation.Sampler` (default greedy).
             stop_ids: token ids that end a row; default `(end_id,)` (none
                 when the model has no `end_id`). A stopped row is filled with
-                `pad_id` (without one, with the stop id).
+                `pad_id` (without one, with `stop_ids[0]`).
             beam_size: None for sampling/greedy, or the beam width.
             alpha: GNMT length penalty exponent for beam search (>= 0).
             num_return: with beam search, return this many best hypotheses

@@ -1,9 +1,10 @@
-"""Reference computations for the generation tests: full forward passes, exhaustive search."""
+"""Reference computations for the generation tests: full forward passes, exhaustive search,
+and a beam search written as plainly as possible over full forward passes."""
 
 import numpy as np
 from keras import ops
 
-START, STOP, PAD = 1, 2, 0
+START, PAD = 1, 0
 
 
 def full_pass_greedy_decoder_only(model, prompt, new_tokens, stop_ids=(), fill=PAD):
@@ -73,16 +74,28 @@ def exhaustive_search(next_log_probs, max_new, stop_ids, alpha):
     return sorted(scored, key=lambda item: -item[0])
 
 
-def gnmt_score(log_probs, alpha=0.6):
-    """Summed log-probability over GNMT's length penalty."""
-    return sum(log_probs) / ((5 + len(log_probs)) / 6) ** alpha
+def reference_beam_search(next_log_probs, max_new, stop_ids, alpha, beam_size, n):
+    """The two-set beam search in plain Python over full passes: its `n` best `(score, tokens)`.
 
-
-def hypothesis(tokens, stop_ids=(STOP,)):
-    """Tokens up to and including the first stop id."""
-    out = []
-    for token in tokens:
-        out.append(int(token))
-        if token in stop_ids:
+    Each step keeps the `beam_size * (len(stop_ids) + 1)` best extensions of the
+    alive hypotheses; those ending in a stop id (or at `max_new` tokens) join
+    the finished list, the `beam_size` best of the rest stay alive. It stops
+    once the n-th best finished score beats the best alive log-probability
+    over the largest length penalty.
+    """
+    penalty = lambda length: ((5 + length) / 6) ** alpha  # noqa: E731
+    alive, finished = [((), 0.0)], []
+    for depth in range(max_new):
+        log_probs = next_log_probs([prefix for prefix, _ in alive])
+        grown = [(prefix + (int(t),), total + row[t])
+                 for (prefix, total), row in zip(alive, log_probs)
+                 for t in np.flatnonzero(np.isfinite(row))]
+        grown = sorted(grown, key=lambda item: -item[1])[: beam_size * (len(stop_ids) + 1)]
+        last = depth == max_new - 1
+        finished += [(total / penalty(len(p)), list(p)) for p, total in grown
+                     if p[-1] in stop_ids or last]
+        finished = sorted(finished, key=lambda item: -item[0])[:beam_size]
+        alive = [(p, total) for p, total in grown if p[-1] not in stop_ids][:beam_size]
+        if len(finished) >= n and finished[n - 1][0] >= alive[0][1] / penalty(max_new):
             break
-    return out
+    return finished[:n]

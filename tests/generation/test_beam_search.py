@@ -6,6 +6,7 @@ import pytest
 from decoding_reference import decoder_only_next
 from decoding_reference import encoder_decoder_next
 from decoding_reference import exhaustive_search
+from decoding_reference import reference_beam_search
 
 import keras_transformer as kt
 from keras_transformer.generation import length_penalty
@@ -109,13 +110,33 @@ def test_decoder_only_beam_equals_exhaustive_search_with_prompts_of_two_lengths(
         assert (result.ids[row, :, :length] == prompt).all()  # the prompt is kept
 
 
+@pytest.mark.parametrize("beam_size,stop_ids", [(2, (STOP,)), (3, (STOP, 1))])
+def test_narrow_beams_prune_as_the_plain_reference_does(beam_size, stop_ids):
+    """Beams too narrow to hold every output: pruning, the early stop, several stop ids."""
+    model = _translator(seed=4, sharpen=2.0)
+    sources = np.array([[4, 1, 4, 0], [1, 1, 4, 4], [4, 0, 0, 0], [1, 4, 1, 1]])
+    result = model.generate(sources, stop_ids=stop_ids, max_length=5, beam_size=beam_size,
+                            num_return=2)
+    for row, source in enumerate(sources):
+        expected = reference_beam_search(
+            encoder_decoder_next(model, source, 2, (0,)), 5, stop_ids, 0.6, beam_size, 2
+        )
+        ours = _hypotheses(result, row)
+        np.testing.assert_allclose([s for s, _ in ours], [s for s, _ in expected],
+                                   rtol=1e-4, atol=1e-4)
+        assert [t for _, t in ours] == [t for _, t in expected]
+
+
 def test_each_row_decodes_as_it_would_alone():
+    """A batch of sources padded to width 10 (bucket 16) vs each source alone (bucket 8)."""
     model = _translator(seed=2)
-    sources = np.array([[4, 1, 4, 0], [1, 4, 0, 0], [4, 4, 4, 1]])
+    sources = np.zeros((3, 10), "int32")
+    for row, length in enumerate((4, 2, 7)):
+        sources[row, :length] = np.random.default_rng(row).integers(1, VOCAB, size=length)
     together = model.generate(sources, max_length=6, beam_size=4, num_return=3)
-    for row in range(len(sources)):
-        alone = model.generate(sources[row: row + 1, :3 if row == 1 else 4], max_length=6,
-                               beam_size=4, num_return=3)
+    for row, length in enumerate((4, 2, 7)):
+        alone = model.generate(sources[row: row + 1, :length], max_length=6, beam_size=4,
+                               num_return=3)
         np.testing.assert_array_equal(alone.ids[0], together.ids[row])
         np.testing.assert_allclose(alone.scores[0], together.scores[row], rtol=1e-5, atol=1e-5)
 
@@ -123,10 +144,13 @@ def test_each_row_decodes_as_it_would_alone():
 def test_finished_hypotheses_are_filled_after_their_stop():
     model = _translator(seed=0)
     result = model.generate(np.array([[4, 1, 4, 0]]), max_length=6, beam_size=8, num_return=8)
+    early = 0
     for ids, length in zip(result.ids[0], result.lengths[0]):
         if length < 6:
+            early += 1
             assert ids[length - 1] == STOP and STOP not in ids[: length - 1]
             assert (ids[length:] == model.config.pad_id).all()
+    assert early >= 1  # some hypotheses did stop before the last position
     best = model.generate(np.array([[4, 1, 4, 0]]), max_length=6, beam_size=8)
     np.testing.assert_array_equal(best[0], result.ids[0, 0])  # num_return=None: the best ids
 

@@ -76,16 +76,19 @@ def test_decoder_only_stop_ids_end_rows():
 
 
 def test_end_id_is_the_default_stop():
-    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0)
+    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0,
+                                       tie_embeddings=False)
     prompts = np.random.default_rng(1).integers(3, VOCAB, size=(4, 3))
-    stop = int(model.generate(prompts, max_new_tokens=6)[0, 4])
+    free = model.generate(prompts, max_new_tokens=6)
+    stop = int(free[0, 4])
     with_end = kt.DecoderOnly.from_config(dict(model.get_config(), end_id=stop))
     with_end.set_weights(model.get_weights())
-    np.testing.assert_array_equal(
-        with_end.generate(prompts, max_new_tokens=6),
-        model.generate(prompts, max_new_tokens=6, stop_ids=(stop,)),
-    )
-    assert len(with_end.generate(prompts, max_new_tokens=6, stop_ids=())) == 4  # opt out
+    stopped = with_end.generate(prompts, max_new_tokens=6)
+    np.testing.assert_array_equal(stopped, model.generate(prompts, max_new_tokens=6,
+                                                          stop_ids=(stop,)))
+    assert not np.array_equal(stopped, free)  # the end id did end a row early
+    np.testing.assert_array_equal(with_end.generate(prompts, max_new_tokens=6, stop_ids=()),
+                                  free)  # stop_ids=() opts out
 
 
 def test_a_stop_id_equal_to_the_padding_id_ends_a_row():
@@ -189,15 +192,28 @@ def test_seed_none_draws_afresh_and_a_fixed_seed_repeats():
 
 def test_bucket_padding_does_not_change_the_output():
     """The same prompt decoded in a wider bucket's loop gives the same tokens."""
-    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0, num_layers=1)
+    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0, num_layers=1,
+                                       tie_embeddings=False)
     prompt = np.random.default_rng(3).integers(0, VOCAB, size=(2, 6))
     narrow = model.generate(prompt, max_new_tokens=5)  # bucket 8
-    wide = model.generate(prompt, max_new_tokens=5, padding_mask=np.ones((2, 6), bool))
-    np.testing.assert_array_equal(narrow, wide)
     padded = np.concatenate([prompt, np.zeros((2, 4), "int32")], axis=1)  # width 10: bucket 16
-    mask = np.arange(10)[None, :] < 6
-    out = model.generate(padded, max_new_tokens=1, padding_mask=np.repeat(mask, 2, axis=0))
-    np.testing.assert_array_equal(out[:, :7], narrow[:, :7])
+    mask = np.repeat(np.arange(10)[None, :] < 6, 2, axis=0)
+    wide = model.generate(padded, max_new_tokens=5, padding_mask=mask)  # 9 new tokens per row
+    assert wide.shape == (2, 15)
+    np.testing.assert_array_equal(wide[:, :11], narrow)
+    assert len({s.input_length for s in model._decode_functions}) == 2  # two buckets ran
+
+
+def test_calls_of_equal_total_length_do_not_share_a_prefill():
+    """Width 5 + 16 new and width 12 + 8 new fill the same 24 positions: two loops."""
+    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0,
+                                       tie_embeddings=False)
+    rng = np.random.default_rng(4)
+    model.generate(rng.integers(0, VOCAB, size=(1, 5)), max_new_tokens=16)
+    prompt = rng.integers(0, VOCAB, size=(1, 12))
+    out = model.generate(prompt, max_new_tokens=8)
+    assert out[0].tolist() == full_pass_greedy_decoder_only(model, prompt[0].tolist(), 8)
+    assert compilations(model) == 2
 
 
 def test_decode_length_beyond_learned_table_raises():
