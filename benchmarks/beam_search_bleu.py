@@ -3,7 +3,8 @@
 Decodes the test split of the gettext catalogs (the split `examples/translate.py`
 evaluates on) with the model and vocabulary that `make demo` writes, once per
 search, and prints sacreBLEU, the mean output length in characters and the
-decode time of each, with the references' mean length and the copy baseline:
+decode time of each, how many outputs run away (over 3x their reference's length), with the
+references' mean length and the copy baseline:
 
     KERAS_BACKEND=jax python benchmarks/beam_search_bleu.py --run runs/demo
     KERAS_BACKEND=jax python benchmarks/beam_search_bleu.py --run runs/demo --limit 500 --json out.json
@@ -66,11 +67,12 @@ def main(argv=None):
         figures[name] = dict(
             bleu=sacrebleu.corpus_bleu(hypotheses, [references]).score,
             mean_characters=float(np.mean([len(h) for h in hypotheses])),
+            runaway=sum(len(h) > 3 * max(len(r), 1) for h, r in zip(hypotheses, references)),
             seconds=seconds,
         )
         f = figures[name]
         print(f"  {name:<8} BLEU {f['bleu']:6.2f}   mean length {f['mean_characters']:5.1f} "
-              f"characters   {seconds:6.1f} s")
+              f"characters   {f['runaway']:4d} over 3x the reference   {seconds:6.1f} s")
     if "greedy" in figures:
         for name, f in figures.items():
             if name != "greedy":
