@@ -83,6 +83,23 @@ test-sized `transformer_tiny`, `gpt2_tiny`, `gpt3_tiny`.
 """
 
 
+def override(arguments, overrides):
+    """A preset's constructor arguments with `overrides` applied.
+
+    GPT-2's end id (50256, `<|endoftext|>`) belongs to GPT-2's vocabulary: a
+    preset given another `vocab_size` drops it (no default stop id) unless
+    `end_id` is overridden too.
+    """
+    arguments = dict(arguments)
+    vocab_changed = overrides.get("vocab_size", arguments.get("vocab_size")) != arguments.get(
+        "vocab_size"
+    )
+    if vocab_changed and arguments.get("end_id") == 50256 and "end_id" not in overrides:
+        arguments["end_id"] = None
+    arguments.update(overrides)
+    return arguments
+
+
 def get_preset(name):
     """(family class name, constructor arguments) of preset `name`."""
     if name not in PRESETS:

@@ -262,8 +262,7 @@ class TransformerModel(keras.Model):
                 f"Unknown override(s) {unknown} for preset {name!r}; "
                 f"{cls.__name__} takes: {', '.join(allowed)}."
             )
-        arguments.update(overrides)
-        return arguments
+        return presets.override(arguments, overrides)
 
     def get_config(self):
         config = {

@@ -262,3 +262,11 @@ def test_preset_of_the_other_family_raises():
     assert "gpt2_tiny" in str(info.value) and "DecoderOnly" in str(info.value)
     with pytest.raises(ValueError):
         DecoderOnly.preset_config("transformer_big")
+
+
+def test_gpt_presets_stop_on_end_of_text_only_with_gpt2s_vocabulary():
+    config = kt.DecoderOnly.preset_config("gpt2_small")
+    assert (config.pad_id, config.end_id) == (None, 50256)
+    assert kt.DecoderOnly.preset_config("gpt2_small", vocab_size=1000).end_id is None
+    assert kt.DecoderOnly.preset_config("gpt2_small", vocab_size=1000, end_id=7).end_id == 7
+    assert kt.DecoderOnly.preset_config("gpt2_tiny").end_id is None
