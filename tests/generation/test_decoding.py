@@ -205,14 +205,15 @@ def test_bucket_padding_does_not_change_the_output():
 
 
 def test_calls_of_equal_total_length_do_not_share_a_prefill():
-    """Width 5 + 16 new and width 12 + 8 new fill the same 24 positions: two loops."""
+    """Width 5 + 11 new (bucket 8) and width 12 + 3 new (bucket 16) fill 19 positions alike."""
     model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0,
                                        tie_embeddings=False)
     rng = np.random.default_rng(4)
-    model.generate(rng.integers(0, VOCAB, size=(1, 5)), max_new_tokens=16)
-    prompt = rng.integers(0, VOCAB, size=(1, 12))
-    out = model.generate(prompt, max_new_tokens=8)
-    assert out[0].tolist() == full_pass_greedy_decoder_only(model, prompt[0].tolist(), 8)
+    model.generate(rng.integers(0, VOCAB, size=(2, 5)), max_new_tokens=11)
+    prompts = rng.integers(0, VOCAB, size=(2, 12))
+    out = model.generate(prompts, max_new_tokens=3)
+    for row, prompt in enumerate(prompts):
+        assert out[row].tolist() == full_pass_greedy_decoder_only(model, prompt.tolist(), 3)
     assert compilations(model) == 2
 
 
