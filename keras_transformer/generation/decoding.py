@@ -112,7 +112,7 @@ def _prompt_lengths(prompt, padding_mask, pad_id):
             "have none."
         )
     first = real.argmax(axis=1)
-    contiguous = real.sum(axis=1) == np.array(
+    contiguous = lengths == np.array(
         [real[row, first[row]: first[row] + lengths[row]].sum() for row in range(len(real))]
     )
     if not contiguous.all():
