@@ -1,0 +1,50 @@
+"""Program messages: machine translation of GNU gettext catalogs (`.po` files).
+
+A program message is more than its words: two things in it must survive
+translation exactly, whatever the model writes.
+
+- `placeholders`: `%s`, `%(count)d`, `{0}`, `${FILE}` are filled in by the
+  program. `msgfmt --check-format` rejects a catalog whose translations lose,
+  invent or reorder them (c-format, python-format, python-brace-format), and
+  a wrong one crashes the program or prints garbage. A SentencePiece tokenizer
+  splits them into pieces the model rewrites, so `protect` turns each into one
+  private-use character that NFKC normalization keeps, `restore` turns them
+  back, and `repair` makes any output `matches` the source.
+- `segments`: leading and trailing white space, newlines and the columns of
+  `--help` text are layout that translators keep and programs rely on, but
+  SentencePiece's normalization folds white space away. `split_message` cuts
+  a message into translatable pieces, `Layout.rebuild` puts the original
+  white space back around the translated ones.
+
+`placeholders` and `segments` use only the standard library.
+"""
+
+from keras_transformer.messages.placeholders import PLACEHOLDER
+from keras_transformer.messages.placeholders import SLOT_SYMBOLS
+from keras_transformer.messages.placeholders import Protected
+from keras_transformer.messages.placeholders import find_placeholders
+from keras_transformer.messages.placeholders import is_ordered
+from keras_transformer.messages.placeholders import matches
+from keras_transformer.messages.placeholders import protect
+from keras_transformer.messages.placeholders import protect_pair
+from keras_transformer.messages.placeholders import repair
+from keras_transformer.messages.placeholders import restore
+from keras_transformer.messages.segments import Layout
+from keras_transformer.messages.segments import outer_whitespace
+from keras_transformer.messages.segments import split_message
+
+__all__ = [
+    "PLACEHOLDER",
+    "SLOT_SYMBOLS",
+    "Layout",
+    "Protected",
+    "find_placeholders",
+    "is_ordered",
+    "matches",
+    "outer_whitespace",
+    "protect",
+    "protect_pair",
+    "repair",
+    "restore",
+    "split_message",
+]
