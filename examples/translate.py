@@ -4,12 +4,16 @@ Trains an `EncoderDecoder` on the translated program messages already on a
 Linux machine (`/usr/share/locale/<lang>/LC_MESSAGES/*.mo`) with the 2017
 paper's recipe: shared SentencePiece vocabulary, Adam(0.9, 0.98, 1e-9) on the
 inverse-square-root warmup schedule, label smoothing 0.1, dropout 0.1, then
-beam search (4 beams, length penalty 0.6). It prints sacreBLEU on the test
-split next to the BLEU of copying the source unchanged, a table of sample
-translations, and writes into the output folder:
+beam search (4 beams, length penalty 0.6) through `kt.Translator`, which keeps
+each message's white space layout and placeholders. It prints, on the test
+split and on the messages of whole programs held out of training, sacreBLEU
+next to the BLEU of copying the source unchanged and how many translations
+keep their placeholders and outer white space (ours and the human
+references'), a table of sample translations, and writes into the output folder:
 
-    translator.keras       the trained model (loads with keras.saving.load_model)
+    translator.keras       a kt.Translator: model and vocabulary (keras.saving.load_model)
     tokenizer.spm          the shared SentencePiece vocabulary
+    <program>.pot          one held-out program's catalog, empty, for translate-po
     cross_attention.png    one sentence's cross-attention, one panel per decoder layer
     results.json           the figures printed at the end
 
@@ -19,7 +23,10 @@ translations, and writes into the output folder:
     python examples/translate.py --smoke                              # seconds
 
 The test split holds the messages whose English text hashes into it
-(`keras_transformer.data.split_by_hash`), so no message is in two splits.
+(`keras_transformer.data.split_by_hash`), so no message is in two splits; the
+new-programs split holds every message of the catalogs
+`keras_transformer.data.hold_out_catalogs` picks, and none of their English
+texts is trained on.
 """
 
 import argparse
@@ -31,6 +38,9 @@ import keras
 import numpy as np
 
 import keras_transformer as kt
+from keras_transformer.messages.fidelity import fidelity
+from keras_transformer.messages.placeholders import find_placeholders
+from keras_transformer.messages.training_pairs import translation_pairs
 from keras_transformer.data import END_ID
 from keras_transformer.data import PAD_ID
 from keras_transformer.data import START_ID
@@ -92,46 +102,6 @@ def build_model(args, vocabulary_size):
     return model
 
 
-def token_ids(tokenizer, texts):
-    """Lists of ids, one per text (no special tokens)."""
-    return [list(np.asarray(ids)) for ids in tokenizer(list(texts))]
-
-
-def translate(model, tokenizer, source_ids, max_length, batch_size, beam_size, pad_to=16,
-              alpha=0.6):
-    """Beam-search (or greedy, `beam_size=None`) translations of the sources' ids
-    (lists, no special tokens).
-
-    Sources are sorted by length and padded to a multiple of `pad_to`; every
-    batch is filled to `batch_size` rows, so the decode loop compiles once
-    per padded length.
-    """
-    ids = [row[: max_length - 1] + [END_ID] for row in source_ids]
-    order = np.argsort([len(row) for row in ids], kind="stable")
-    outputs = [None] * len(ids)
-    for begin in range(0, len(ids), batch_size):
-        chunk = order[begin:begin + batch_size]
-        width = min(-(-max(len(ids[i]) for i in chunk) // pad_to) * pad_to, max_length)
-        batch = np.full((batch_size, width), PAD_ID, dtype="int32")
-        for row, i in enumerate(chunk):
-            batch[row, :len(ids[i])] = ids[i]
-        batch[len(chunk):, 0] = END_ID  # filler rows: one real token, discarded
-        generated = model.generate(
-            batch, start_id=START_ID, stop_ids=(END_ID,), beam_size=beam_size, alpha=alpha,
-            max_length=width + 50,  # the paper: source length + 50
-        )
-        for row, i in enumerate(chunk):
-            tokens = [t for t in generated[row].tolist() if t not in (PAD_ID,)]
-            outputs[i] = tokens[: tokens.index(END_ID)] if END_ID in tokens else tokens
-    return [_detokenize(tokenizer, tokens) for tokens in outputs]
-
-
-def _detokenize(tokenizer, tokens):
-    text = tokenizer.detokenize(np.asarray(tokens, dtype="int32"))
-    text = text.numpy() if hasattr(text, "numpy") else text
-    return text.decode("utf-8") if isinstance(text, bytes) else str(text)
-
-
 def heatmap_sentence(sources, references, hypotheses, sacrebleu):
     """A short one-line test sentence the model translated well (best sentence BLEU)."""
     candidates = [i for i, source in enumerate(sources)
@@ -141,15 +111,16 @@ def heatmap_sentence(sources, references, hypotheses, sacrebleu):
                key=lambda i: sacrebleu.sentence_bleu(hypotheses[i], [references[i]]).score)
 
 
-def plot_cross_attention(model, tokenizer, source, translation, path):
+def plot_cross_attention(translator, source, translation, path):
     """Head-averaged cross-attention of each decoder layer for one sentence."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    source_ids = token_ids(tokenizer, [source])[0] + [END_ID]
-    target_ids = [START_ID] + token_ids(tokenizer, [translation])[0]
+    model, tokenizer = translator.model, translator.tokenizer
+    source_ids = translator.tokenize([source])[0] + [END_ID]
+    target_ids = [START_ID] + translator.tokenize([translation])[0]
     maps = model.cross_attention_probabilities(
         np.array([source_ids], dtype="int32"), np.array([target_ids], dtype="int32")
     )
@@ -170,6 +141,85 @@ def plot_cross_attention(model, tokenizer, source, translation, path):
     plt.close(figure)
 
 
+def load_splits(args):
+    """Message splits by English text, and the messages of held-out programs.
+
+    The held-out programs' English texts are removed from the other splits, so
+    "new_programs" measures what a user gets on a program never seen in training.
+    """
+    files = (kt.data.find_catalogs(args.language) if args.catalogs is None
+             else args.catalogs)
+    seen, held_out = kt.data.hold_out_catalogs(files)
+    new_programs = kt.data.load_gettext_pairs(args.language, paths=held_out) if held_out else []
+    held_sources = {source for source, _ in new_programs}
+    pairs = [pair for pair in kt.data.load_gettext_pairs(args.language, paths=seen)
+             if pair[0] not in held_sources]
+    splits = kt.data.split_by_hash(pairs)
+    splits["new_programs"] = new_programs
+    return splits, seen, held_out
+
+
+def write_template(catalog_path, path):
+    """A `.pot`-like copy of a compiled catalog: its entries with empty translations.
+
+    A `.mo` file has no flags, so entries with printf directives are flagged
+    `c-format` (as xgettext does for C sources) and `msgfmt --check-format`
+    checks them.
+    """
+    import polib
+
+    compiled = polib.mofile(catalog_path) if catalog_path.endswith(".mo") else polib.pofile(
+        catalog_path)
+    template = polib.POFile()
+    template.metadata = dict(compiled.metadata)
+    for entry in compiled:
+        flags = ["c-format"] if any(p.startswith("%") and p != "%%" for p in
+                                    find_placeholders(entry.msgid)) else []
+        template.append(polib.POEntry(
+            msgctxt=entry.msgctxt, msgid=entry.msgid, msgid_plural=entry.msgid_plural,
+            msgstr="" if not entry.msgid_plural else None,
+            msgstr_plural={0: "", 1: ""} if entry.msgid_plural else {}, flags=flags,
+        ))
+    template.save(path)
+    return path
+
+
+def evaluate(translator, pairs, args, sacrebleu):
+    """BLEU, the copy baseline and the fidelity of references and of ours on `pairs`."""
+    kept = [(s, t) for (s, t), s_ids, t_ids in zip(
+        pairs, translator.tokenize([s for s, _ in pairs]), translator.tokenize([t for _, t in pairs]))
+        if max(len(s_ids), len(t_ids)) < args.eval_max_length]
+    sources, references = [s for s, _ in kept], [t for _, t in kept]
+    start = time.time()
+    hypotheses = translator.translate(sources, beam_size=args.beam_size,
+                                      batch_size=args.eval_batch_size)
+    seconds = time.time() - start
+    ours, theirs = fidelity(sources, hypotheses), fidelity(sources,
+                                                                                   references)
+    return dict(
+        pairs=len(kept), bleu=sacrebleu.corpus_bleu(hypotheses, [references]).score,
+        copy_bleu=sacrebleu.corpus_bleu(sources, [references]).score, decode_seconds=seconds,
+        placeholder_messages=ours.placeholder_messages,
+        placeholders_kept=dict(ours=ours.placeholder_rate, references=theirs.placeholder_rate),
+        whitespace_messages=ours.whitespace_messages,
+        whitespace_kept=dict(ours=ours.whitespace_rate, references=theirs.whitespace_rate),
+    ), sources, references, hypotheses
+
+
+def report(name, figures, args):
+    print(f"{name}: {figures['pairs']:,} messages (within {args.eval_max_length} tokens), "
+          f"beam {args.beam_size}, alpha 0.6, decoded in {figures['decode_seconds']:.0f} s")
+    print(f"  sacreBLEU, model:                  {figures['bleu']:6.2f}")
+    print(f"  sacreBLEU, copying the source:     {figures['copy_bleu']:6.2f}")
+    for key, what in (("placeholders_kept", "placeholder_messages"),
+                      ("whitespace_kept", "whitespace_messages")):
+        rates = figures[key]
+        label = ("placeholders kept" if key == "placeholders_kept"
+                 else "outer white space kept")
+        print(f"  {label + ',':24s} of {figures[what]:4d} messages: ours "
+              f"{100 * rates['ours']:5.1f}%, human references {100 * rates['references']:5.1f}%")
+
+
 def main(argv=None):
     args = parse_args(argv)
     import sacrebleu
@@ -180,25 +230,32 @@ def main(argv=None):
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     os.makedirs(args.output, exist_ok=True)
 
-    pairs = kt.data.load_gettext_pairs(args.language, paths=args.catalogs)
-    splits = kt.data.split_by_hash(pairs)
+    splits, seen, held_out = load_splits(args)
     if args.smoke:
         splits = {name: items[:400 if name == "train" else 40] for name, items in splits.items()}
         args.epochs, args.tokens_per_batch, args.max_length = 2, 256, 32
         args.eval_max_length, args.eval_batch_size, args.beam_size = 32, 16, 2
-    print(f"{len(pairs):,} unique English->{args.language} pairs: "
-          + ", ".join(f"{name} {len(items):,}" for name, items in splits.items()))
+    print(f"English->{args.language} messages: "
+          + ", ".join(f"{name} {len(items):,}" for name, items in splits.items())
+          + f" (new_programs: {', '.join(sorted({kt.data.catalog_domain(p) for p in held_out}))}"
+          ", held out of training)")
 
-    texts = [text for pair in splits["train"] for text in pair]
+    # The translator translates each piece of a message's layout with its placeholders
+    # replaced by slot symbols; it is trained on the same.
+    train_pairs = translation_pairs(splits["train"])
+    validation_pairs = translation_pairs(splits["validation"])
+    texts = [text for pair in train_pairs for text in pair]
     vocabulary = 256 if args.smoke else args.vocabulary_size
-    tokenizer = kt.data.train_sentencepiece(texts, vocabulary_size=vocabulary)
+    tokenizer = kt.data.train_sentencepiece(texts, vocabulary_size=vocabulary,
+                                            placeholder_slots=True)
     kt.data.save_tokenizer(tokenizer, args.output)
-    print(f"shared SentencePiece vocabulary: {tokenizer.vocabulary_size():,} pieces")
+    print(f"{len(train_pairs):,} training pieces; shared SentencePiece vocabulary: "
+          f"{tokenizer.vocabulary_size():,} pieces")
 
     batching = dict(tokens_per_batch=args.tokens_per_batch, max_length=args.max_length,
                     bucket_width=args.bucket_width)
-    train = kt.data.translation_dataset(splits["train"], tokenizer, seed=args.seed, **batching)
-    validation = kt.data.translation_dataset(splits["validation"], tokenizer, shuffle=False,
+    train = kt.data.translation_dataset(train_pairs, tokenizer, seed=args.seed, **batching)
+    validation = kt.data.translation_dataset(validation_pairs, tokenizer, shuffle=False,
                                              **batching)
     model = build_model(args, tokenizer.vocabulary_size())
     print(f"EncoderDecoder: {model.count_params():,} weights, "
@@ -214,45 +271,47 @@ def main(argv=None):
                         callbacks=callbacks, verbose=1 if not args.smoke else 2)
     train_seconds = time.time() - train_start
 
-    tokenized = zip(*(token_ids(tokenizer, side) for side in zip(*splits["test"])))
-    test = [(pair, s) for pair, (s, t) in zip(splits["test"], tokenized)
-            if max(len(s), len(t)) < args.eval_max_length]  # one token left for END
-    sources = [s for (s, _), _ in test]
-    references = [t for (_, t), _ in test]
-    decode_start = time.time()
-    hypotheses = translate(model, tokenizer, [ids for _, ids in test], args.eval_max_length,
-                           args.eval_batch_size, args.beam_size)
-    decode_seconds = time.time() - decode_start
-    bleu = sacrebleu.corpus_bleu(hypotheses, [references]).score
-    copy_bleu = sacrebleu.corpus_bleu(sources, [references]).score
+    translator = kt.Translator(model, tokenizer, source_language="en",
+                               target_language=args.language)
+    translator.save(os.path.join(args.output, "translator.keras"))
+    figures, samples = {}, {}
+    for name in ("test", "new_programs"):
+        if splits[name]:
+            figures[name], *samples[name] = evaluate(translator, splits[name], args, sacrebleu)
 
-    model.save(os.path.join(args.output, "translator.keras"))
+    sources, references, hypotheses = samples["test"]
     example = heatmap_sentence(sources, references, hypotheses, sacrebleu)
-    plot_cross_attention(model, tokenizer, sources[example], hypotheses[example],
+    plot_cross_attention(translator, sources[example], hypotheses[example],
                          os.path.join(args.output, "cross_attention.png"))
+    template = None
+    if held_out:  # the held-out program that make demo fills with translate-po
+        catalog = min(held_out, key=lambda p: abs(len(kt.data.read_catalog(p)) - 250))
+        template = write_template(catalog, os.path.join(
+            args.output, kt.data.catalog_domain(catalog) + ".pot"))
     results = dict(
-        backend=keras.backend.backend(), language=args.language, pairs=len(pairs),
-        test_pairs=len(test), bleu=bleu, copy_bleu=copy_bleu,
+        backend=keras.backend.backend(), language=args.language,
+        pairs={name: len(items) for name, items in splits.items()},
+        training_pieces=len(train_pairs), **figures,
         epochs=len(history.history["loss"]),
         steps=int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
-        train_seconds=train_seconds, decode_seconds=decode_seconds,
-        total_seconds=time.time() - started, weights=model.count_params(),
+        train_seconds=train_seconds, total_seconds=time.time() - started,
+        weights=model.count_params(), template=template,
         config={k: v for k, v in model.get_config().items() if not isinstance(v, dict)},
     )
     with open(os.path.join(args.output, "results.json"), "w") as f:
         json.dump(results, f, indent=2, default=str)
-    print(f"\ntrained {results['steps']:,} steps in {train_seconds / 60:.1f} min, "
-          f"decoded the test split in {decode_seconds / 60:.1f} min; wrote "
-          f"{args.output}/translator.keras, tokenizer.spm, cross_attention.png, results.json")
+    print(f"\ntrained {results['steps']:,} steps in {train_seconds / 60:.1f} min; wrote "
+          f"{args.output}/translator.keras, tokenizer.spm, cross_attention.png, results.json"
+          + (f", {os.path.basename(template)}" if template else ""))
 
     print("\nSamples from the test split:")
     rng = np.random.default_rng(args.seed)
-    for i in sorted(rng.choice(len(test), size=min(8, len(test)), replace=False)):
+    for i in sorted(rng.choice(len(sources), size=min(8, len(sources)), replace=False)):
         print(f"  EN   {sources[i]!r}\n  REF  {references[i]!r}\n  OURS {hypotheses[i]!r}\n")
-    print(f"Test split: {len(test):,} of {len(splits['test']):,} pairs "
-          f"(those within {args.eval_max_length} tokens), beam {args.beam_size}, alpha 0.6")
-    print(f"  sacreBLEU, model:                  {bleu:6.2f}")
-    print(f"  sacreBLEU, copying the source:     {copy_bleu:6.2f}")
+    report("Test split (messages of programs seen in training)", figures["test"], args)
+    if "new_programs" in figures:
+        report("New programs (whole catalogs held out of training)", figures["new_programs"],
+               args)
     return results
 
 

@@ -13,22 +13,30 @@ from keras_transformer import data
 from keras_transformer import generation
 from keras_transformer import layers
 from keras_transformer import masks
+from keras_transformer import messages
 from keras_transformer import models
+from keras_transformer import tasks
 from keras_transformer import training
 from keras_transformer.models import DecoderOnly
 from keras_transformer.models import EncoderDecoder
+from keras_transformer.tasks import TextGenerator
+from keras_transformer.tasks import Translator
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DecoderOnly",
     "EncoderDecoder",
+    "TextGenerator",
+    "Translator",
     "convert",
     "distribution",
     "data",
     "generation",
     "layers",
     "masks",
+    "messages",
     "models",
+    "tasks",
     "training",
 ]

@@ -12,7 +12,9 @@ Tokenizers and pipelines use TensorFlow, imported only when they are called.
 
 from keras_transformer.data.gettext_catalogs import CatalogError
 from keras_transformer.data.gettext_catalogs import Message
+from keras_transformer.data.gettext_catalogs import catalog_domain
 from keras_transformer.data.gettext_catalogs import find_catalogs
+from keras_transformer.data.gettext_catalogs import hold_out_catalogs
 from keras_transformer.data.gettext_catalogs import load_gettext_pairs
 from keras_transformer.data.gettext_catalogs import read_catalog
 from keras_transformer.data.gettext_catalogs import split_by_hash
@@ -37,7 +39,9 @@ __all__ = [
     "CatalogError",
     "Message",
     "bucket_lengths",
+    "catalog_domain",
     "find_catalogs",
+    "hold_out_catalogs",
     "language_model_dataset",
     "load_gettext_pairs",
     "load_python_sources",

@@ -339,6 +339,52 @@ def hash_fraction(text):
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def catalog_domain(path):
+    """A catalog's program name: its file name without extension.
+
+    Args:
+        path: a catalog file's path.
+
+    Example:
+    >>> catalog_domain("/usr/share/locale/de/LC_MESSAGES/make.mo")
+    'make'
+    """
+    return os.path.splitext(os.path.basename(os.fspath(path)))[0]
+
+
+def hold_out_catalogs(paths, fraction=0.05):
+    """Splits catalog files into (seen, held out) by a hash of their program's name.
+
+    A model evaluated on the held-out catalogs' messages is evaluated on
+    programs it never saw, which is what a user translating a new program
+    gets. Every file of one program (e.g. two `Linux-PAM.mo`) lands on the
+    same side, and with two programs or more at least one is held out (the
+    one whose name hashes lowest), so the held-out side is never empty.
+    Remove the held-out messages' English texts from the training pairs too:
+    other programs share many messages.
+
+    Args:
+        paths: catalog files (e.g. from `find_catalogs`).
+        fraction: expected share of programs held out, in [0, 1).
+
+    Returns:
+        `(seen, held_out)`: two sorted lists of paths.
+
+    Example:
+    >>> seen, held = hold_out_catalogs(["a/make.mo", "a/grep.mo", "a/sed.mo"])
+    >>> [catalog_domain(p) for p in held], len(seen)
+    (['make'], 2)
+    """
+    validation.check_rate("fraction", fraction)
+    paths = sorted(os.fspath(p) for p in paths)
+    domains = sorted({catalog_domain(p) for p in paths}, key=hash_fraction)
+    held = {d for d in domains if hash_fraction(d) < fraction}
+    if not held and len(domains) > 1:
+        held = {domains[0]}
+    return ([p for p in paths if catalog_domain(p) not in held],
+            [p for p in paths if catalog_domain(p) in held])
+
+
 def split_by_hash(items, validation_fraction=0.05, test_fraction=0.05, key=None):
     """Deterministic train/validation/test split by a hash of each item's key.
 

@@ -24,7 +24,8 @@ TOKENIZER_FILENAME = "tokenizer.spm"
 """File name `save_tokenizer` writes the vocabulary to inside a folder."""
 
 
-def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_whitespace=False):
+def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_whitespace=False,
+                        placeholder_slots=False):
     """Trains a SentencePiece vocabulary on `texts` and returns its tokenizer.
 
     Args:
@@ -37,6 +38,11 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
             including indentation and newlines (source code), and falls back to
             bytes for characters outside the vocabulary (its 256 byte pieces
             count in `vocabulary_size`).
+        placeholder_slots: True adds the 32 slot symbols of
+            `keras_transformer.messages.placeholders.SLOT_SYMBOLS` as single
+            pieces, so a `Translator` can replace a message's `%s`, `{0}` or
+            `$HOME` by a symbol the model learns to copy (train on pairs
+            protected with `placeholders.protect_pair`).
 
     Returns:
         A `keras_hub.tokenizers.SentencePieceTokenizer` whose ids follow the
@@ -54,6 +60,7 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
     validation.check_int("vocabulary_size", vocabulary_size, minimum=8)
     validation.check_choice("model_type", model_type, ("unigram", "bpe"))
     validation.check_bool("keep_whitespace", keep_whitespace)
+    validation.check_bool("placeholder_slots", placeholder_slots)
     import sentencepiece
     from keras_hub.tokenizers import SentencePieceTokenizer
 
@@ -77,6 +84,13 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
             user_defined_symbols=["\n", "\t"],
             max_sentence_length=1 << 16,
         )
+    symbols = list(options.pop("user_defined_symbols", []))
+    if placeholder_slots:
+        from keras_transformer.messages.placeholders import SLOT_SYMBOLS
+
+        symbols += SLOT_SYMBOLS
+    if symbols:
+        options["user_defined_symbols"] = symbols
     writer = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(list(texts)), model_writer=writer, **options

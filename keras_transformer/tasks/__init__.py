@@ -1,0 +1,16 @@
+"""Task models: a trained model and its tokenizer, taking and returning text.
+
+- `Translator`: an `EncoderDecoder` with its shared tokenizer; `translate`
+  strings, keeping program messages' layout and placeholders.
+- `TextGenerator`: a `DecoderOnly` with its tokenizer; `generate` from prompts.
+- `Translation`: one translation with its score and what needs review.
+
+Each saves to one `.keras` file (the tokenizer's vocabulary inside) and loads
+with `keras.saving.load_model`.
+"""
+
+from keras_transformer.tasks.text_generator import TextGenerator
+from keras_transformer.tasks.translation import Translation
+from keras_transformer.tasks.translator import Translator
+
+__all__ = ["TextGenerator", "Translation", "Translator"]

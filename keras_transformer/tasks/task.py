@@ -1,0 +1,109 @@
+"""A model and its tokenizer as one Keras object: what `Translator` and `TextGenerator` share.
+
+keras-hub's tasks (`CausalLM`, `Seq2SeqLM`) travel with their preprocessor;
+ours travel with their tokenizer. The tokenizer is a keras-hub tokenizer layer
+tracked by the task, so `task.save("x.keras")` writes its vocabulary into the
+file as an asset and `keras.saving.load_model("x.keras")` (also with
+`safe_mode=True`, under any backend) gives back model, weights and tokenizer.
+"""
+
+import keras
+import numpy as np
+
+
+def _text(value):
+    """A detokenized value as a Python string (keras-hub returns str, bytes or a tensor)."""
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    if isinstance(value, np.ndarray):
+        value = value.item()
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def texts_argument(name, texts):
+    """`texts` as a list, and whether a single string was given.
+
+    Raises:
+        ValueError: `texts` is neither a string nor a list/tuple of strings.
+    """
+    if isinstance(texts, str):
+        return [texts], True
+    if isinstance(texts, (list, tuple)) and all(isinstance(t, str) for t in texts):
+        return list(texts), False
+    raise ValueError(
+        f"`{name}` must be a string or a list of strings; received {type(texts).__name__}"
+        + (" holding non-strings." if isinstance(texts, (list, tuple)) else ".")
+    )
+
+
+class TextTask(keras.Model):
+    """Base of the tasks: holds `model` and `tokenizer`, converts text to ids and back.
+
+    Subclasses name the model family they accept in `model_class` and add
+    their own arguments to `get_config`.
+
+    Args:
+        model: the trained model (an instance of `model_class`).
+        tokenizer: a keras-hub tokenizer whose ids are the model's vocabulary.
+        **kwargs: `keras.Model` arguments (`name`, ...).
+    """
+
+    model_class = None
+
+    def __init__(self, model, tokenizer, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(model, self.model_class):
+            raise ValueError(
+                f"`model` must be a keras_transformer {self.model_class.__name__}; received "
+                f"{type(model).__name__}."
+            )
+        if not (hasattr(tokenizer, "tokenize") and hasattr(tokenizer, "detokenize")
+                and hasattr(tokenizer, "vocabulary_size")):
+            raise ValueError(
+                "`tokenizer` must be a keras-hub tokenizer (e.g. SentencePieceTokenizer, "
+                f"GPT2Tokenizer, BytePairTokenizer); received {type(tokenizer).__name__}."
+            )
+        vocabulary = tokenizer.vocabulary_size()
+        if vocabulary > model.config.vocab_size:
+            raise ValueError(
+                f"`tokenizer` has {vocabulary:,} tokens but the model's vocab_size is "
+                f"{model.config.vocab_size:,}: its ids would not fit the embedding table."
+            )
+        self.model = model
+        self.tokenizer = tokenizer
+
+    def call(self, inputs, training=False):
+        return self.model(inputs, training=training)
+
+    def tokenize(self, texts):
+        """Token ids of each text: a list of lists of ints (no special tokens)."""
+        if not texts:
+            return []
+        return [np.asarray(ids).astype("int64").tolist() for ids in self.tokenizer(list(texts))]
+
+    def detokenize(self, rows):
+        """The text of each row of ids (a list of lists of ints)."""
+        return [_text(self.tokenizer.detokenize(np.asarray(row, dtype="int32"))) for row in rows]
+
+    def token_id(self, token):
+        """The id of a vocabulary entry, or None when the tokenizer lacks it."""
+        try:
+            found = int(self.tokenizer.token_to_id(token))
+        except (KeyError, ValueError):
+            return None
+        return found if self.tokenizer.id_to_token(found) == token else None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            model=keras.saving.serialize_keras_object(self.model),
+            tokenizer=keras.saving.serialize_keras_object(self.tokenizer),
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("model", "tokenizer"):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)

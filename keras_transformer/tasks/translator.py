@@ -1,0 +1,220 @@
+"""`Translator`: an `EncoderDecoder` and its shared tokenizer, text in and text out."""
+
+import keras
+import numpy as np
+
+from keras_transformer import validation
+from keras_transformer.messages import placeholders
+from keras_transformer.messages.segments import split_message
+from keras_transformer.models.encoder_decoder import EncoderDecoder
+from keras_transformer.tasks.task import TextTask
+from keras_transformer.tasks.task import texts_argument
+from keras_transformer.tasks.translation import Translation
+
+REPAIRED = "placeholders repaired"
+"""Note on a translation whose placeholders were fixed after decoding."""
+EMPTY = "no translation: source kept"
+"""Note on a piece the model translated to nothing."""
+TOO_LONG = "too long for the model: source kept"
+"""Note on a piece longer than the model's position table."""
+
+
+def _select(source, candidates, count):
+    """The `count` best candidates whose placeholders match `source`, repaired ones after.
+
+    `candidates` are `(text, score)`, best first. A candidate that fails
+    `placeholders.matches` is only used, repaired, when fewer than `count` match.
+    """
+    matching = [Translation(text, score) for text, score in candidates
+                if text and placeholders.matches(source, text)]
+    repaired = [Translation(placeholders.repair(source, text), score, (REPAIRED,))
+                for text, score in candidates
+                if text and not placeholders.matches(source, text)]
+    chosen = (matching + repaired)[:count]
+    if not chosen:  # every candidate was empty
+        chosen = [Translation(source, candidates[0][1] if candidates else 0.0, (EMPTY,))]
+    return chosen + [chosen[-1]] * (count - len(chosen))
+
+
+def _combine(layout, pieces):
+    """One translation of a whole text from one translation of each of its pieces."""
+    notes = tuple(dict.fromkeys(note for piece in pieces for note in piece.notes))
+    return Translation(layout.rebuild([piece.text for piece in pieces]),
+                       float(sum(piece.score for piece in pieces)), notes)
+
+
+@keras.saving.register_keras_serializable(package="keras_transformer")
+class Translator(TextTask):
+    """A trained `EncoderDecoder` with its shared tokenizer: translates strings.
+
+    `translate` takes what a program or a catalog holds and returns what can
+    go back into it. Each text is cut at its layout (outer whitespace,
+    newlines, tabs, column gaps: `keras_transformer.messages.segments`), each
+    piece is translated with its placeholders (`%s`, `%(name)s`, `{0}`,
+    `$HOME`...) replaced by slot symbols when the tokenizer has them
+    (`keras_transformer.messages.placeholders`), and the layout is rebuilt
+    byte for byte. Whatever the model writes, a returned translation has the
+    source's placeholders, in number and, where the argument order matters,
+    in order: the best beam-search hypothesis that has them is taken, else the
+    best one is repaired and its `Translation.notes` say so. Identical pieces
+    are translated once; pieces are batched by length.
+
+    Saved with `save("translator.keras")`, the file holds model, weights and
+    the tokenizer's vocabulary; `keras.saving.load_model` returns a
+    `Translator` under any backend.
+
+    Args:
+        model: a trained `EncoderDecoder` whose `start_id` and `end_id` are set.
+        tokenizer: the shared keras-hub tokenizer it was trained with (e.g.
+            from `keras_transformer.data.train_sentencepiece`).
+        source_language: language code of the inputs (metadata, e.g. "en").
+        target_language: language code of the outputs (e.g. "de"), or None
+            when unknown; `translate-po` checks it against a catalog's.
+        **kwargs: `keras.Model` arguments (`name`, ...).
+
+    Example:
+    >>> import keras_transformer as kt
+    >>> tokenizer = kt.data.train_sentencepiece(["open the file", "Datei öffnen"] * 20, 40)
+    >>> model = kt.EncoderDecoder.from_preset(
+    ...     "transformer_tiny", vocab_size=tokenizer.vocabulary_size())
+    >>> translator = kt.Translator(model, tokenizer, target_language="de")
+    >>> text = translator.translate("  open %s\\n")  # untrained: any words, same layout
+    >>> text.startswith("  ") and text.endswith("\\n") and "%s" in text
+    True
+    """
+
+    model_class = EncoderDecoder
+
+    def __init__(self, model, tokenizer, source_language="en", target_language=None, **kwargs):
+        super().__init__(model, tokenizer, **kwargs)
+        for name, value in (("source_language", source_language),
+                            ("target_language", target_language)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(
+                    f"`{name}` must be a language code such as 'de' or None; received "
+                    f"{value!r}."
+                )
+        config = model.config
+        for name, why in (("pad_id", "padding of short sources"),
+                          ("start_id", "the decoder's first input"),
+                          ("end_id", "the token that ends a source and a translation")):
+            if getattr(config, name) is None:
+                raise ValueError(
+                    f"`model` needs `{name}` ({why}); build the EncoderDecoder with it."
+                )
+        self.source_language = source_language
+        self.target_language = target_language
+        # Protection needs the slot symbols in the vocabulary (train_sentencepiece adds them).
+        self.protects_placeholders = all(
+            self.token_id(symbol) is not None for symbol in placeholders.SLOT_SYMBOLS
+        )
+
+    def translate(self, texts, beam_size=4, alpha=0.6, batch_size=64, progress="auto"):
+        """Translations of a string (a string) or a list of strings (a list).
+
+        Args:
+            texts: a string or a list of strings.
+            beam_size: beam width (1: greedy search).
+            alpha: GNMT length penalty exponent.
+            batch_size: pieces decoded together.
+            progress: True for a progress bar, False for none, "auto" for
+                one when there is more than one batch.
+
+        Returns:
+            The best translation of each text: a string for a string, a list
+            of strings for a list. `translations` also returns scores, the
+            n best and what was repaired.
+        """
+        texts, single = texts_argument("texts", texts)
+        best = [found[0].text for found in self.translations(
+            texts, beam_size=beam_size, alpha=alpha, batch_size=batch_size, progress=progress)]
+        return best[0] if single else best
+
+    def translations(self, texts, beam_size=4, num_return=1, alpha=0.6, batch_size=64,
+                     progress="auto"):
+        """The `num_return` best translations of each text, as `Translation`s.
+
+        Args:
+            texts: a string or a list of strings.
+            beam_size: beam width (1: greedy search).
+            num_return: translations per text, best first (<= beam_size).
+            alpha: GNMT length penalty exponent.
+            batch_size: pieces decoded together.
+            progress: True, False or "auto" (a bar when there is more than one batch).
+
+        Returns:
+            A list with, per text, a list of `num_return` `Translation`s
+            (text, score summed over the text's pieces, notes). A text of
+            several pieces combines the i-th translation of each piece.
+        """
+        texts, _ = texts_argument("texts", texts)
+        beam_size = validation.check_int("beam_size", beam_size)
+        num_return = validation.check_int("num_return", num_return)
+        if num_return > beam_size:
+            raise ValueError(
+                f"`num_return` must be <= beam_size={beam_size}; received {num_return}."
+            )
+        batch_size = validation.check_int("batch_size", batch_size)
+        if progress not in (True, False, "auto"):
+            raise ValueError(f"`progress` must be True, False or 'auto'; received {progress!r}.")
+        layouts = [split_message(text) for text in texts]
+        pieces = list(dict.fromkeys(piece for layout in layouts for piece in layout.pieces))
+        found = self._translate_pieces(pieces, beam_size, num_return, alpha, batch_size, progress)
+        return [[_combine(layout, [found[piece][i] for piece in layout.pieces])
+                 for i in range(num_return)] for layout in layouts]
+
+    def _translate_pieces(self, pieces, beam_size, num_return, alpha, batch_size, progress):
+        """`{piece: [Translation] * num_return}` for pieces without layout whitespace."""
+        protected = [placeholders.protect(piece) if self.protects_placeholders
+                     else placeholders.Protected(piece, ()) for piece in pieces]
+        end_id = self.model.config.end_id
+        sources = [ids + [end_id] for ids in self.tokenize([p.text for p in protected])]
+        limit = self.model.config.max_length if self.model.config.position == "learned" else None
+        found = {}
+        fits = []
+        for i, source in enumerate(sources):
+            if limit is not None and len(source) > limit:
+                found[pieces[i]] = [Translation(pieces[i], 0.0, (TOO_LONG,))] * num_return
+            else:
+                fits.append(i)
+        order = sorted(fits, key=lambda i: len(sources[i]))
+        batches = [order[begin:begin + batch_size] for begin in range(0, len(order), batch_size)]
+        bar = None
+        if progress is True or (progress == "auto" and len(batches) > 1):
+            bar = keras.utils.Progbar(len(order), unit_name="piece")
+        for batch in batches:
+            candidates = self._decode([sources[i] for i in batch], beam_size, alpha, batch_size)
+            for i, hypotheses in zip(batch, candidates):
+                restored = [(placeholders.restore(text, protected[i].slots), score)
+                            for text, score in hypotheses]
+                found[pieces[i]] = _select(pieces[i], restored, num_return)
+            if bar is not None:
+                bar.add(len(batch))
+        return found
+
+    def _decode(self, sources, beam_size, alpha, batch_size):
+        """Beam search over id lists; per source, `(text, score)` of every finished beam."""
+        config = self.model.config
+        width = max(len(source) for source in sources)
+        batch = np.full((batch_size, width), config.pad_id, dtype="int32")
+        for row, source in enumerate(sources):
+            batch[row, :len(source)] = source
+        batch[len(sources):, 0] = config.end_id  # filler rows keep one compiled batch size
+        best = self.model.generate(batch, beam_size=beam_size, alpha=alpha, num_return=beam_size)
+        results = []
+        for row in range(len(sources)):
+            rows, scores = [], []
+            for ids, score, length in zip(best.ids[row], best.scores[row], best.lengths[row]):
+                if score < -1e29:  # an empty slot
+                    continue
+                ids = ids[:int(length)].tolist()
+                rows.append([t for t in ids if t not in (config.end_id, config.pad_id)])
+                scores.append(float(score))
+            results.append(list(zip(self.detokenize(rows), scores)))
+        return results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(source_language=self.source_language,
+                      target_language=self.target_language)
+        return config
