@@ -17,8 +17,20 @@ translation exactly, whatever the model writes.
   white space back around the translated ones.
 
 `placeholders` and `segments` use only the standard library.
+
+- `catalog_translation`: fills the untranslated entries of a catalog with a
+  translator's output, flagged `fuzzy` for review (`translate_catalog`), and
+  writes it atomically (`write_catalog`); catalogs are read and written with
+  polib. The command line `keras-transformer translate-po`
+  (`keras_transformer.cli`) runs both on a file.
 """
 
+from keras_transformer.messages.catalog_translation import PLURAL_FORMS
+from keras_transformer.messages.catalog_translation import CatalogReport
+from keras_transformer.messages.catalog_translation import plural_forms
+from keras_transformer.messages.catalog_translation import primary_subtag
+from keras_transformer.messages.catalog_translation import translate_catalog
+from keras_transformer.messages.catalog_translation import write_catalog
 from keras_transformer.messages.placeholders import PLACEHOLDER
 from keras_transformer.messages.placeholders import SLOT_SYMBOLS
 from keras_transformer.messages.placeholders import Protected
@@ -35,16 +47,22 @@ from keras_transformer.messages.segments import split_message
 
 __all__ = [
     "PLACEHOLDER",
+    "PLURAL_FORMS",
     "SLOT_SYMBOLS",
+    "CatalogReport",
     "Layout",
     "Protected",
     "find_placeholders",
     "is_ordered",
     "matches",
     "outer_whitespace",
+    "plural_forms",
+    "primary_subtag",
     "protect",
     "protect_pair",
     "repair",
     "restore",
     "split_message",
+    "translate_catalog",
+    "write_catalog",
 ]

@@ -1,0 +1,323 @@
+"""The `keras-transformer` command line: translate text and gettext catalogs with a saved Translator.
+
+```
+keras-transformer translate --model translator.keras "Open the file"
+keras-transformer translate --model translator.keras < messages.txt
+keras-transformer translate-po de.po --model translator.keras -o de.translated.po
+```
+
+`python -m keras_transformer` runs the same. Errors are one line on standard
+error, `keras-transformer: error: ...`, with exit status 1 (2 for a wrong
+command line).
+"""
+
+import argparse
+import os
+import sys
+
+import polib
+
+from keras_transformer.messages.catalog_translation import translate_catalog
+from keras_transformer.messages.catalog_translation import write_catalog
+from keras_transformer.tasks.translation import Translation
+
+PROG = "keras-transformer"
+"""The command's name, in its help and error lines."""
+
+_MODEL_HINT = "pass --model the path of a Translator saved with translator.save('name.keras')"
+
+
+class CommandError(Exception):
+    """A failure the command line reports in one line on standard error (exit status 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors in one line, like the command's other errors."""
+
+    def error(self, message):
+        self.exit(2, f"{PROG}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def _one_line(error):
+    """An exception's message on one line."""
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def load_translator(path):
+    """Loads a `keras_transformer.tasks.Translator` saved as a `.keras` file.
+
+    Keras is imported only here, so the command line starts fast for `--help`
+    and for its errors; `safe_mode=True` refuses files that would run code.
+
+    Args:
+        path: the `.keras` file.
+
+    Returns:
+        The Translator.
+
+    Raises:
+        FileNotFoundError: there is no file at `path`.
+        ValueError: the file is not a Keras model, or the model is not a Translator.
+
+    Example:
+    >>> load_translator("/nonexistent/translator.keras")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/translator.keras'
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    import keras
+
+    try:  # registers the Translator class, so that load_model can build it
+        from keras_transformer.tasks import Translator
+    except ImportError:
+        Translator = None
+    try:
+        model = keras.saving.load_model(path, safe_mode=True)
+    except Exception as error:  # keras raises many kinds for a file that is not a model
+        raise ValueError(f"{path} is not a .keras model Keras can load ({_one_line(error)})") from None
+    if Translator is not None:
+        is_translator = isinstance(model, Translator)
+    else:
+        is_translator = callable(getattr(model, "translations", None))
+    if not is_translator:
+        raise ValueError(f"{path} holds a {type(model).__name__}, not a keras_transformer Translator")
+    return model
+
+
+def _load(path):
+    try:
+        return load_translator(path)
+    except OSError as error:
+        raise CommandError(
+            f"cannot read the model {path}: {error.strerror or _one_line(error)}; {_MODEL_HINT}"
+        ) from None
+    except ValueError as error:
+        raise CommandError(f"{_one_line(error)}; {_MODEL_HINT}") from None
+
+
+def _check_model_file(path):
+    if not os.path.isfile(path):
+        raise CommandError(f"model file not found: {path}; {_MODEL_HINT}")
+
+
+def _read_lines(stream):
+    """One message per line; only the line ends are removed."""
+    text = stream.read()
+    if not text:
+        return []
+    lines = text.split("\n")
+    return lines[:-1] if text.endswith("\n") else lines
+
+
+def _translations(translator, texts, beam_size, n_best, progress):
+    """One list of Translations per text; empty texts are not sent to the model."""
+    to_model = list(dict.fromkeys(text for text in texts if text))
+    found = {}
+    if to_model:
+        results = translator.translations(
+            to_model, beam_size=beam_size, num_return=n_best, progress=progress
+        )
+        found = dict(zip(to_model, results))
+    return [found[text] if text else [Translation("", 0.0)] for text in texts]
+
+
+def _run_translate(args):
+    _check_model_file(args.model)
+    translator = _load(args.model)
+    try:
+        texts = args.texts if args.texts else _read_lines(sys.stdin)
+    except UnicodeDecodeError as error:
+        raise CommandError(
+            f"cannot decode standard input ({_one_line(error)}); pass UTF-8 text "
+            "or set PYTHONIOENCODING to its encoding"
+        ) from None
+    results = _translations(translator, texts, args.beam_size, args.n_best or 1, args.progress)
+    for found in results:
+        if args.n_best is None:
+            print(found[0].text)
+            continue
+        for translation in found:
+            print(f"{translation.score:.4f}\t{translation.text}")
+    return 0
+
+
+def _same_file(first, second):
+    if os.path.exists(first) and os.path.exists(second):
+        return os.path.samefile(first, second)
+    return os.path.realpath(first) == os.path.realpath(second)
+
+
+def _check_paths(source, output):
+    """Everything about the two paths that can be refused before any work."""
+    if not os.path.isfile(source):
+        raise CommandError(f"catalog not found: {source}; pass the path of an existing .po file")
+    if not os.access(source, os.R_OK):
+        raise CommandError(f"cannot read the catalog {source}: permission denied")
+    if _same_file(source, output):
+        raise CommandError(
+            f"the output {output} is the input {source}; pass -o another file "
+            "(the input is never overwritten)"
+        )
+    if os.path.isdir(output):
+        raise CommandError(f"the output {output} is a folder; pass -o the path of a .po file")
+    folder = os.path.dirname(os.path.realpath(output))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise CommandError(f"cannot write {output}: its folder {folder} does not exist or is not writable")
+
+
+def _read_catalog(path):
+    try:
+        return polib.pofile(path)
+    except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
+        raise CommandError(
+            f"cannot read the catalog {path}: {_one_line(error)}; "
+            f"check it with 'msgfmt --check -o /dev/null {path}'"
+        ) from None
+
+
+def _run_translate_po(args):
+    _check_paths(args.input, args.output)
+    _check_model_file(args.model)
+    catalog = _read_catalog(args.input)
+    translator = _load(args.model)
+    try:
+        report = translate_catalog(
+            catalog, translator, language=args.language, beam_size=args.beam_size,
+            progress=args.progress,
+        )
+    except ValueError as error:
+        raise CommandError(_one_line(error)) from None
+    try:
+        write_catalog(catalog, args.output)
+    except (OSError, ValueError) as error:
+        raise CommandError(f"cannot write {args.output}: {_one_line(error)}") from None
+    print(f"{args.output}: {report.summary()}", file=sys.stderr)
+    if report.translated:
+        print(
+            f"The {report.translated} new translations are marked fuzzy: review them, "
+            "or compile them as they are with 'msgfmt --use-fuzzy'.",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _add_model_options(parser):
+    parser.add_argument(
+        "--model", required=True, metavar="PATH",
+        help="the translator: a keras_transformer Translator saved as a .keras file",
+    )
+    parser.add_argument(
+        "--beam-size", type=_positive_int, default=4, metavar="N",
+        help="beam width of the search: wider is slower and usually better (default: 4)",
+    )
+    parser.add_argument(
+        "--progress", action="store_true",
+        help="show the translator's progress on standard error",
+    )
+
+
+def build_parser():
+    """The argument parser of the command line (subcommands `translate` and `translate-po`).
+
+    Returns:
+        An `argparse.ArgumentParser`.
+
+    Example:
+    >>> args = build_parser().parse_args(["translate", "--model", "m.keras", "Open the file"])
+    >>> args.command, args.texts, args.beam_size
+    ('translate', ['Open the file'], 4)
+    """
+    from keras_transformer import __version__
+
+    parser = _Parser(
+        prog=PROG,
+        description="Translate text and gettext catalogs with a saved keras_transformer Translator.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    translate = commands.add_parser(
+        "translate", help="translate texts given as arguments or as lines of standard input",
+        description="Translate each TEXT, or, with none, each line of standard input (one "
+        "message per line; a literal \\n is not interpreted). Prints one translation per "
+        "line, in the input's order.",
+    )
+    translate.add_argument("texts", nargs="*", metavar="TEXT", help="a text to translate")
+    _add_model_options(translate)
+    translate.add_argument(
+        "--n-best", type=_positive_int, metavar="N",
+        help="print the N best translations of each text, best first, as lines "
+        "'score<TAB>translation' (N at most --beam-size)",
+    )
+    translate.set_defaults(run=_run_translate, parser=translate)
+    catalog = commands.add_parser(
+        "translate-po", help="fill the untranslated entries of a gettext .po catalog",
+        description="Fill the untranslated entries of INPUT (entries already translated, "
+        "fuzzy ones included, are kept) and write the result to OUTPUT. New translations "
+        "are flagged fuzzy for review; compile them as they are with 'msgfmt --use-fuzzy'.",
+    )
+    catalog.add_argument("input", metavar="INPUT.po", help="the catalog to translate (left unchanged)")
+    catalog.add_argument(
+        "-o", "--output", required=True, metavar="OUTPUT.po",
+        help="where to write the translated catalog (not INPUT; written atomically)",
+    )
+    catalog.add_argument(
+        "--language", metavar="CODE",
+        help="the catalog's language (e.g. de, pt_BR) when its header has no Language; "
+        "must agree with the header and the translator",
+    )
+    _add_model_options(catalog)
+    catalog.set_defaults(run=_run_translate_po, parser=catalog)
+    return parser
+
+
+def _parse(argv):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "n_best", None) and args.n_best > args.beam_size:
+        args.parser.error(
+            f"argument --n-best: {args.n_best} is more than --beam-size {args.beam_size}; "
+            "widen the beam or ask for fewer"
+        )
+    return args
+
+
+def main(argv=None):
+    """Runs the command line.
+
+    Args:
+        argv: the arguments without the program name; None reads `sys.argv`.
+
+    Returns:
+        The exit status: 0 on success, 1 on an error (reported in one line
+        on standard error), 2 on a wrong command line.
+
+    Example:
+    >>> main(["--version"])
+    keras-transformer 0.1.0
+    0
+    """
+    try:
+        args = _parse(argv)
+    except SystemExit as exit:
+        return exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 2)
+    try:
+        return args.run(args)
+    except CommandError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,506 @@
+"""Machine translation of gettext catalogs: what is filled, what is kept, msgfmt's verdict."""
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+
+import polib
+import pytest
+
+from keras_transformer.messages import catalog_translation
+from keras_transformer.messages.catalog_translation import PLURAL_FORMS
+from keras_transformer.messages.catalog_translation import CatalogReport
+from keras_transformer.messages.catalog_translation import plural_forms
+from keras_transformer.messages.catalog_translation import translate_catalog
+from keras_transformer.messages.catalog_translation import write_catalog
+from keras_transformer.tasks.translation import Translation
+
+MSGFMT = shutil.which("msgfmt") or "/usr/bin/msgfmt"
+MSGINIT = shutil.which("msginit") or "/usr/bin/msginit"
+
+# ISO-8859-1 on disk. Entries marked (T) are untranslated and get filled,
+# (K) are kept, (O) are obsolete.
+CATALOG = r'''# German translation of demo.
+# Copyright (C) 2024 Demo authors
+#
+msgid ""
+msgstr ""
+"Project-Id-Version: demo 1.0\n"
+"Report-Msgid-Bugs-To: bugs@example.org\n"
+"POT-Creation-Date: 2024-01-01 00:00+0000\n"
+"PO-Revision-Date: 2024-01-02 00:00+0000\n"
+"Last-Translator: Jörg Müller <j@example.org>\n"
+"Language-Team: German <de@example.org>\n"
+"Language: de\n"
+"MIME-Version: 1.0\n"
+"Content-Type: text/plain; charset=ISO-8859-1\n"
+"Content-Transfer-Encoding: 8bit\n"
+"Plural-Forms: nplurals=2; plural=(n != 1);\n"
+
+#. (K) Shown on the main window.
+#: src/main.c:10
+msgid "Open file"
+msgstr "Datei öffnen"
+
+# (T) Keep it short.
+#. Button label.
+#: src/main.c:20 src/dialog.c:5
+#, c-format
+msgid "Delete %s?"
+msgstr ""
+
+# (T)
+#: src/main.c:30
+#, c-format
+msgid "%d file"
+msgid_plural "%d files"
+msgstr[0] ""
+msgstr[1] ""
+
+# (K)
+#: src/main.c:31
+#, c-format
+msgid "%d folder"
+msgid_plural "%d folders"
+msgstr[0] "%d Ordner"
+msgstr[1] "%d Ordner"
+
+# (K) one form translated is a translation
+#, c-format
+msgid "%d picture"
+msgid_plural "%d pictures"
+msgstr[0] "%d Bild"
+msgstr[1] ""
+
+# (T)
+msgctxt "menu"
+msgid "File"
+msgstr ""
+
+# (T) the same text as the menu entry: translated once
+msgctxt "toolbar"
+msgid "File"
+msgstr ""
+
+# (K)
+msgctxt "verb"
+msgid "File"
+msgstr "Ablegen"
+
+# (K) fuzzy
+#, fuzzy
+#| msgid "Save the file"
+msgid "Save the file now"
+msgstr "Die Datei speichern (schön)"
+
+# (T) fuzzy but empty
+#, fuzzy
+msgid "Quit"
+msgstr ""
+
+# (T)
+#: src/app.py:5
+#, python-format
+msgid ""
+"Hello %(name)s,\n"
+"you have %(count)d new messages.\n"
+msgstr ""
+
+# (T)
+msgid "Tab\there and \"quotes\" and back\\slash"
+msgstr ""
+
+# (T)
+msgid "  Indented, with a newline\n"
+msgstr ""
+
+# (O)
+#~ msgid "Old message"
+#~ msgstr "Alte Nachricht für Sie"
+
+# (O)
+#~ msgctxt "old"
+#~ msgid "Gone"
+#~ msgstr ""
+'''
+
+# What the fake is asked to translate (each text once).
+SOURCES = {
+    "Delete %s?", "%d file", "%d files", "File", "Quit",
+    "Hello %(name)s,\nyou have %(count)d new messages.\n",
+    'Tab\there and "quotes" and back\\slash', "  Indented, with a newline\n",
+}
+FILLED = 8
+KEPT = 5
+OBSOLETE = 2
+
+
+class FakeTranslator:
+    """Writes `prefix` before each text, inside its outer white space (so msgfmt's checks hold).
+
+    Texts containing `noted` get `notes`; texts in `empty` translate to "".
+    Every call is recorded in `calls`.
+    """
+
+    def __init__(self, prefix="DE:", notes=("placeholders repaired",), noted="%",
+                 target_language="de", empty=(), drop_placeholders=False):
+        self.prefix, self.notes, self.noted = prefix, tuple(notes), noted
+        self.target_language, self.empty = target_language, set(empty)
+        self.drop_placeholders = drop_placeholders
+        self.calls = []
+
+    def _text(self, text):
+        if text in self.empty:
+            return ""
+        lead, core, trail = re.fullmatch(r"(\s*)(.*?)(\s*)", text, re.S).groups()
+        if self.drop_placeholders:
+            core = re.sub(r"%(\(\w+\))?[sd]", "", core)
+        return lead + self.prefix + core + trail if core else text
+
+    def translations(self, texts, beam_size=4, num_return=1, progress=False):
+        self.calls.append({"texts": list(texts), "beam_size": beam_size, "num_return": num_return})
+        return [
+            [Translation(self._text(text), -1.0, self.notes if self.noted in text else ())]
+            for text in texts
+        ]
+
+
+def msgfmt_check(path):
+    result = subprocess.run(
+        [MSGFMT, "--check-format", "--use-fuzzy", "-o", os.devnull, str(path)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def key(entry):
+    return (entry.obsolete, entry.msgctxt, entry.msgid)
+
+
+def entries(catalog):
+    return {key(entry): entry for entry in catalog}
+
+
+def has_translation(entry):
+    return bool(entry.msgstr) or any(entry.msgstr_plural.values())
+
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "de.po"
+    path.write_bytes(CATALOG.encode("iso-8859-1"))
+    return path
+
+
+def translate_file(source, out, translator, **kwargs):
+    catalog = polib.pofile(str(source))
+    report = translate_catalog(catalog, translator, **kwargs)
+    write_catalog(catalog, out)
+    return report, polib.pofile(str(out))
+
+
+def test_the_input_is_a_valid_catalog(source):
+    msgfmt_check(source)
+    assert polib.pofile(str(source)).encoding == "ISO-8859-1"
+
+
+def test_translated_catalog_passes_msgfmt_and_counts_are_exact(source, tmp_path):
+    fake = FakeTranslator()
+    report, out = translate_file(source, tmp_path / "out.po", fake, beam_size=3)
+    msgfmt_check(tmp_path / "out.po")
+    assert report == CatalogReport(
+        translated=FILLED, kept=KEPT, repaired=3, obsolete_skipped=OBSOLETE,
+        left_untranslated=0, charset_changed_to=None,
+    )
+    assert report.summary() == "8 translated (3 with notes), 5 kept, 2 obsolete skipped"
+    assert len(fake.calls) == 1
+    assert sorted(fake.calls[0]["texts"]) == sorted(SOURCES)  # one call, each text once
+    assert fake.calls[0]["beam_size"] == 3 and fake.calls[0]["num_return"] == 1
+
+
+def test_existing_translations_are_unchanged(source, tmp_path):
+    translate_file(source, tmp_path / "out.po", FakeTranslator())
+    before, after = entries(polib.pofile(str(source))), entries(polib.pofile(str(tmp_path / "out.po")))
+    assert before.keys() == after.keys()
+    kept = [k for k, entry in before.items() if has_translation(entry)]
+    assert len(kept) == KEPT + 1  # and the translated obsolete entry
+    for k in kept:
+        old, new = before[k], after[k]
+        assert (new.msgstr, new.msgstr_plural) == (old.msgstr, old.msgstr_plural), k
+        assert (new.flags, new.tcomment, new.comment) == (old.flags, old.tcomment, old.comment), k
+        assert (new.occurrences, new.previous_msgid) == (old.occurrences, old.previous_msgid), k
+    raw = (tmp_path / "out.po").read_bytes()  # still ISO-8859-1 on disk
+    assert b'"Datei \xf6ffnen"' in raw and b"(sch\xf6n)" in raw and b"f\xfcr Sie" in raw
+
+
+def test_filled_entries_are_fuzzy_and_keep_everything_else(source, tmp_path):
+    _, out = translate_file(source, tmp_path / "out.po", FakeTranslator())
+    before, after = entries(polib.pofile(str(source))), entries(out)
+    filled = [k for k, entry in before.items() if not entry.obsolete and not has_translation(entry)]
+    assert len(filled) == FILLED
+    for k in filled:
+        old, new = before[k], after[k]
+        assert new.fuzzy and new.flags.count("fuzzy") == 1, k
+        assert [f for f in new.flags if f != "fuzzy"] == [f for f in old.flags if f != "fuzzy"], k
+        forms = list(new.msgstr_plural.values()) if new.msgid_plural else [new.msgstr]
+        assert forms and all(form.startswith(("DE:", "  DE:")) for form in forms), (k, forms)
+        assert (new.msgctxt, new.comment, new.occurrences) == (old.msgctxt, old.comment, old.occurrences)
+        assert new.previous_msgid == old.previous_msgid
+    plural = after[(False, None, "%d file")]
+    assert plural.msgstr_plural == {0: "DE:%d file", 1: "DE:%d files"}
+    assert after[(False, "menu", "File")].msgstr == after[(False, "toolbar", "File")].msgstr == "DE:File"
+    assert after[(False, None, "  Indented, with a newline\n")].msgstr == "  DE:Indented, with a newline\n"
+
+
+def test_notes_become_a_translator_comment(source, tmp_path):
+    fake = FakeTranslator(notes=("placeholders repaired", "layout\nrepaired"))
+    _, out = translate_file(source, tmp_path / "out.po", fake)
+    by_key = entries(out)
+    assert by_key[(False, None, "Delete %s?")].tcomment == (
+        "(T) Keep it short.\nmachine translation: placeholders repaired; layout repaired"
+    )
+    assert by_key[(False, None, "Quit")].tcomment == "(T) fuzzy but empty"  # no notes, no comment
+    assert by_key[(False, None, "%d picture")].tcomment == "(K) one form translated is a translation"
+
+
+def test_contexts_comments_and_obsolete_entries_survive(source, tmp_path):
+    _, out = translate_file(source, tmp_path / "out.po", FakeTranslator())
+    by_key = entries(out)
+    assert by_key[(True, None, "Old message")].msgstr == "Alte Nachricht für Sie"
+    assert by_key[(True, "old", "Gone")].msgstr == ""  # obsolete entries are not translated
+    assert {e.msgctxt for e in out if e.msgctxt} == {"menu", "toolbar", "verb", "old"}
+    delete = by_key[(False, None, "Delete %s?")]
+    assert delete.comment == "Button label."
+    assert delete.occurrences == [("src/main.c", "20"), ("src/dialog.c", "5")]
+    assert by_key[(False, None, "Save the file now")].previous_msgid == "Save the file"
+    assert out.header.startswith("German translation of demo.")
+    assert out.metadata["Last-Translator"] == "Jörg Müller <j@example.org>"
+
+
+def test_unencodable_output_switches_to_utf8(source, tmp_path):
+    report, out = translate_file(source, tmp_path / "out.po", FakeTranslator(prefix="→"))
+    msgfmt_check(tmp_path / "out.po")
+    assert report.charset_changed_to == "UTF-8" and "charset changed to UTF-8" in report.summary()
+    assert out.metadata["Content-Type"] == "text/plain; charset=UTF-8"
+    raw = (tmp_path / "out.po").read_bytes()
+    assert "→Delete %s?".encode() in raw and "Datei öffnen".encode() in raw
+    assert polib.pofile(str(source)).find("Open file").msgstr == out.find("Open file").msgstr
+
+
+def test_an_empty_translation_leaves_the_entry_alone(source, tmp_path):
+    report, out = translate_file(source, tmp_path / "out.po", FakeTranslator(empty={"%d files"}))
+    assert (report.translated, report.left_untranslated) == (FILLED - 1, 1)
+    assert "1 left untranslated" in report.summary()
+    plural = out.find("%d file")
+    assert plural.msgstr_plural == {0: "", 1: ""} and not plural.fuzzy
+    msgfmt_check(tmp_path / "out.po")
+
+
+def test_msgfmt_check_catches_lost_placeholders(source, tmp_path):
+    """The check above can fail: a translator that drops placeholders is caught."""
+    translate_file(source, tmp_path / "out.po", FakeTranslator(drop_placeholders=True))
+    result = subprocess.run(
+        [MSGFMT, "--check-format", "--use-fuzzy", "-o", os.devnull, str(tmp_path / "out.po")],
+        capture_output=True, text=True,
+    )
+    assert result.returncode != 0 and "format specifications" in result.stderr
+
+
+def catalog_text(language=None, plural_forms_value=None, charset="UTF-8", body=None):
+    header = [f"Content-Type: text/plain; charset={charset}"]
+    if language is not None:
+        header.append(f"Language: {language}")
+    if plural_forms_value is not None:
+        header.append(f"Plural-Forms: {plural_forms_value}")
+    lines = "".join(f'"{line}\\n"\n' for line in header)
+    body = body if body is not None else (
+        '#, c-format\nmsgid "One file"\nmsgid_plural "%d files"\nmsgstr[0] ""\nmsgstr[1] ""\n\n'
+        'msgid "Open"\nmsgstr ""\n'
+    )
+    return f'msgid ""\nmsgstr ""\n{lines}\n{body}'
+
+
+SINGULAR_ONLY = 'msgid "Open"\nmsgstr ""\n'
+
+
+@pytest.mark.parametrize("language,nplurals", [
+    ("de", 2), ("fr", 2), ("es", 2), ("it", 2), ("pt", 2), ("pt_BR", 2), ("nl", 2),
+    ("sv", 2), ("da", 2), ("nb", 2), ("fi", 2), ("pl", 3), ("cs", 3), ("ru", 3),
+    ("uk", 3), ("ja", 1), ("zh_CN", 1), ("ko", 1), ("tr", 2), ("sl", 4),
+])
+def test_missing_plural_forms_come_from_the_table(language, nplurals, tmp_path):
+    catalog = polib.pofile(catalog_text(language=language))
+    report = translate_catalog(catalog, FakeTranslator(target_language=language))
+    assert report.translated == 2
+    assert catalog.metadata["Plural-Forms"] == plural_forms(language)
+    assert re.match(rf"nplurals={nplurals}; plural=", catalog.metadata["Plural-Forms"])
+    plural = catalog.find("One file")
+    assert sorted(plural.msgstr_plural) == list(range(nplurals))
+    write_catalog(catalog, tmp_path / "out.po")
+    msgfmt_check(tmp_path / "out.po")
+
+
+def test_a_one_form_language_translates_msgid_plural():
+    """msgfmt checks a one-form language's msgstr[0] against msgid_plural (every count uses it)."""
+    catalog = polib.pofile(catalog_text(language="ja"))
+    translate_catalog(catalog, FakeTranslator(target_language="ja"))
+    assert catalog.find("One file").msgstr_plural == {0: "DE:%d files"}
+
+
+def test_header_plural_forms_win_over_the_table():
+    catalog = polib.pofile(catalog_text(language="de", plural_forms_value="nplurals=3; plural=0;"))
+    translate_catalog(catalog, FakeTranslator())
+    assert catalog.find("One file").msgstr_plural == {0: "DE:One file", 1: "DE:%d files", 2: "DE:%d files"}
+    assert catalog.metadata["Plural-Forms"] == "nplurals=3; plural=0;"
+
+
+def test_template_plural_forms_are_replaced():
+    text = catalog_text(language="fr", plural_forms_value="nplurals=INTEGER; plural=EXPRESSION;")
+    catalog = polib.pofile(text)
+    translate_catalog(catalog, FakeTranslator(target_language="fr"))
+    assert catalog.metadata["Plural-Forms"] == "nplurals=2; plural=(n > 1);"
+
+
+def test_table_matches_msginit(tmp_path):
+    """Every entry of the table is what GNU msginit writes (Chinese is not in its table)."""
+    pot = tmp_path / "t.pot"
+    pot.write_text(catalog_text(), encoding="utf-8")
+    for language, expected in PLURAL_FORMS.items():
+        out = tmp_path / f"{language}.po"
+        subprocess.run([MSGINIT, "--no-translator", "-l", language, "-i", str(pot), "-o", str(out)],
+                       capture_output=True, check=True)
+        written = polib.pofile(str(out)).metadata.get("Plural-Forms")
+        if language == "zh":
+            assert written is None
+        else:
+            assert written == expected, language
+
+
+def test_plural_forms_lookup():
+    assert plural_forms("de_DE") == plural_forms("de-AT") == plural_forms("de") == PLURAL_FORMS["de"]
+    assert plural_forms("pt_BR") != plural_forms("pt_PT") == plural_forms("pt")
+    assert plural_forms("zh_CN") == plural_forms("zh_TW") == "nplurals=1; plural=0;"
+    assert plural_forms("sr@latin") == plural_forms("ru_RU.UTF-8")
+    for bad in ("xx", "", None):
+        with pytest.raises(ValueError, match="Plural-Forms"):
+            plural_forms(bad)
+
+
+def test_unknown_language_without_plural_forms_raises_and_changes_nothing():
+    catalog = polib.pofile(catalog_text(language="xx"))
+    before = str(catalog)
+    fake = FakeTranslator(target_language=None)
+    with pytest.raises(ValueError, match=r"language='xx'.*pass a catalog whose header has Plural-Forms"):
+        translate_catalog(catalog, fake)
+    assert str(catalog) == before and fake.calls == []
+
+
+def test_unknown_language_is_fine_without_plural_entries():
+    catalog = polib.pofile(catalog_text(language="xx", body=SINGULAR_ONLY))
+    report = translate_catalog(catalog, FakeTranslator(target_language=None))
+    assert report.translated == 1 and "Plural-Forms" not in catalog.metadata
+
+
+def test_malformed_plural_forms_raise():
+    catalog = polib.pofile(catalog_text(language="de", plural_forms_value="plural=(n != 1);"))
+    with pytest.raises(ValueError, match="nplurals"):
+        translate_catalog(catalog, FakeTranslator())
+
+
+def test_language_mismatch_names_both_languages():
+    catalog = polib.pofile(catalog_text(language="de"))
+    before = str(catalog)
+    with pytest.raises(ValueError, match=r"'fr'.*'de'"):
+        translate_catalog(catalog, FakeTranslator(target_language="fr"))
+    with pytest.raises(ValueError, match=r"language='fr'.*Language: de"):
+        translate_catalog(catalog, FakeTranslator(), language="fr")
+    assert str(catalog) == before
+
+
+def test_languages_match_by_primary_subtag():
+    catalog = polib.pofile(catalog_text(language="de_DE"))
+    assert translate_catalog(catalog, FakeTranslator(target_language="de"), language="de-AT").translated == 2
+
+
+def test_language_comes_from_the_argument_then_the_translator():
+    catalog = polib.pofile(catalog_text())
+    translate_catalog(catalog, FakeTranslator(target_language=None), language="pl")
+    assert catalog.metadata["Language"] == "pl" and catalog.metadata["Plural-Forms"] == PLURAL_FORMS["pl"]
+    catalog = polib.pofile(catalog_text())
+    translate_catalog(catalog, FakeTranslator(target_language="ru"))
+    assert catalog.metadata["Language"] == "ru"
+
+
+def test_catalog_without_charset_becomes_utf8():
+    catalog = polib.pofile(catalog_text(charset="CHARSET", language="de"))
+    assert translate_catalog(catalog, FakeTranslator()).charset_changed_to == "UTF-8"
+    assert catalog.metadata["Content-Type"] == "text/plain; charset=UTF-8"
+
+
+def test_nothing_to_translate_makes_no_call():
+    catalog = polib.pofile(catalog_text(language="de", body='msgid "Open"\nmsgstr "Öffnen"\n'))
+    fake = FakeTranslator()
+    report = translate_catalog(catalog, fake)
+    assert fake.calls == [] and report == CatalogReport(kept=1)
+
+
+def test_a_translator_returning_too_few_results_is_refused():
+    class Short(FakeTranslator):
+        def translations(self, texts, **kwargs):
+            return super().translations(texts, **kwargs)[:-1]
+
+    catalog = polib.pofile(catalog_text(language="de"))
+    before = str(catalog)
+    with pytest.raises(ValueError, match="one non-empty list per text"):
+        translate_catalog(catalog, Short())
+    assert str(catalog) == before
+
+
+@pytest.mark.parametrize("beam_size", [0, -1, 2.5, True, "4"])
+def test_bad_beam_size(beam_size):
+    with pytest.raises(ValueError, match="beam_size"):
+        translate_catalog(polib.pofile(catalog_text(language="de")), FakeTranslator(), beam_size=beam_size)
+
+
+def test_write_failure_keeps_the_old_file_and_leaves_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "out.po"
+    out.write_bytes(b"old contents")
+    catalog = polib.pofile(catalog_text(language="de"))
+
+    def failing_replace(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(catalog_translation.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="No space"):
+        write_catalog(catalog, out)
+    assert out.read_bytes() == b"old contents" and os.listdir(tmp_path) == ["out.po"]
+
+
+def test_unencodable_catalog_is_refused_before_writing(tmp_path):
+    catalog = polib.pofile(catalog_text(charset="ISO-8859-1", language="de"))
+    catalog.find("Open").msgstr = "→"
+    with pytest.raises(ValueError, match="ISO-8859-1 cannot hold"):
+        write_catalog(catalog, tmp_path / "out.po")
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_keeps_permissions_and_follows_links(tmp_path):
+    target = tmp_path / "real.po"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "link.po"
+    link.symlink_to(target)
+    write_catalog(polib.pofile(catalog_text(language="de")), link)
+    assert link.is_symlink() and polib.pofile(str(target)).find("Open") is not None
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["link.po", "real.po"]
+
+
+@pytest.mark.xfail(strict=True, reason="polib 1.2 drops '#~|' lines (previous msgid of obsolete entries)")
+def test_polib_keeps_previous_msgid_of_obsolete_entries(tmp_path):
+    text = catalog_text(body='#~| msgid "Older"\n#~ msgid "Old"\n#~ msgstr "Alt"\n')
+    write_catalog(polib.pofile(text), tmp_path / "out.po")
+    assert '#~| msgid "Older"' in (tmp_path / "out.po").read_text()
