@@ -89,7 +89,7 @@ def beam_loop(step, prompts, caches, settings):
     Args:
         step: `step(tokens (B*K, 1), caches, position) -> (logits (B*K, 1, V), caches)`.
         prompts: a `Prompts` buffer `(B, L)`: positions inside a row's prompt
-            are forced, the rest generated until `prompts.end`.
+            are forced, the rest generated until the row's `prompts.end`.
         caches: the model's caches with `B * K` rows (each row repeated `K`
             times), prefilled with the prompts.
         settings: the `DecodeSettings` (beam size, alpha, n, stop and
@@ -111,7 +111,7 @@ def beam_loop(step, prompts, caches, settings):
 
     def cond(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
              done):
-        return ops.logical_and(index < end, ops.logical_not(ops.all(done)))
+        return ops.logical_and(index < prompts.last_index(), ops.logical_not(ops.all(done)))
 
     def body(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
              done):
@@ -132,9 +132,10 @@ def beam_loop(step, prompts, caches, settings):
         token = ops.cast(flat % vocab, "int32")
         sequences = _gather(alive, parent)  # (B, width, L)
         sequences = ops.slice_update(sequences, (0, 0, index), token[:, :, None])
-        generated = ops.logical_and(ops.logical_not(in_prompt)[:, None], scores > NEG_INF / 2)
+        open_row = ops.logical_and(ops.logical_not(in_prompt), index < end)  # (B,)
+        generated = ops.logical_and(open_row[:, None], scores > NEG_INF / 2)
         stops = ops.logical_and(generated, is_stop(token, settings.stop_ids))  # (B, width)
-        ends = ops.logical_or(stops, ops.logical_and(generated, index == end - 1))
+        ends = ops.logical_or(stops, ops.logical_and(generated, (index == end - 1)[:, None]))
 
         # Alive: the K best extensions that did not emit a stop id.
         alive_scores, keep = ops.top_k(ops.where(stops, NEG_INF, scores), k)  # (B, K)
@@ -152,10 +153,11 @@ def beam_loop(step, prompts, caches, settings):
 
         bound = alive_scores[:, 0] / longest  # (B,)
         done = ops.logical_or(done, finished_scores[:, n - 1] >= bound)
+        done = ops.logical_or(done, index + 1 >= end)  # the row's last position is filled
         return (index + 1, alive, alive_scores, finished, finished_scores, finished_lengths,
                 caches, done)
 
-    done = ops.zeros((batch,), dtype="bool")
+    done = prompts.first_index() >= end  # (B,) rows with nothing to fill
     state = (prompts.first_index(), alive, alive_scores, finished, finished_scores,
              finished_lengths, caches, done)
     _, _, _, finished, finished_scores, finished_lengths, _, _ = ops.while_loop(

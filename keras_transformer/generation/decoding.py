@@ -214,7 +214,7 @@ def generate_decoder_only(
 
     run = _compiled(model, settings, build)
     outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
-                    for x in (buffer, lengths, end, _seed(sampler))))
+                    for x in (buffer, lengths, np.full((batch,), end), _seed(sampler))))
     return _result(outputs, end, num_return)
 
 
@@ -252,10 +252,13 @@ def generate_encoder_decoder(
         padded_width = bucket(width, config.max_length if learned else None)
         source = np.pad(source, ((0, 0), (0, padded_width - width)),
                         constant_values=config.pad_id)
-    if max_length is None:  # the paper: source length + 50
+    if max_length is None:  # the paper: each source's length + 50
         max_length, buffer_length = width + 50, padded_width + 50
+        real = width if config.pad_id is None else (source != config.pad_id).sum(axis=1)
+        ends = np.broadcast_to(np.asarray(real) + 51, (batch,))
     else:
         buffer_length = validation.check_int("max_length", max_length)
+        ends = np.full((batch,), max_length + 1)
     check_decode_length(model, max_length + 1, "max_length")
     settings = _settings(model, sampler, alpha, stop_ids, batch=batch, length=buffer_length + 1,
                          beam_size=beam_size, num_return=returned, input_length=padded_width)
@@ -280,5 +283,5 @@ def generate_encoder_decoder(
 
     run = _compiled(model, settings, build)
     outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
-                    for x in (source, start_id, max_length + 1, _seed(sampler))))
+                    for x in (source, start_id, ends, _seed(sampler))))
     return _result(outputs, max_length + 1, num_return, skip=1)

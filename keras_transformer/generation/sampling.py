@@ -7,7 +7,7 @@ from keras_transformer.generation.logits import is_stop
 
 
 def sampling_loop(step, prompts, caches, settings, seed):
-    """Fills `prompts.ids` from the shortest prompt's end to `prompts.end`.
+    """Fills `prompts.ids` from the shortest prompt's end to each row's `prompts.end`.
 
     Args:
         step: `step(tokens (B, 1), caches, position) -> (logits (B, 1, V), caches)`.
@@ -24,7 +24,7 @@ def sampling_loop(step, prompts, caches, settings, seed):
     batch = settings.batch
 
     def cond(index, ids, caches, done):
-        return ops.logical_and(index < prompts.end, ops.logical_not(ops.all(done)))
+        return ops.logical_and(index < prompts.last_index(), ops.logical_not(ops.all(done)))
 
     def body(index, ids, caches, done):
         token = ops.slice(ids, (0, index - 1), (batch, 1))  # (B, 1)
@@ -35,9 +35,10 @@ def sampling_loop(step, prompts, caches, settings, seed):
         chosen = ops.where(in_prompt, given, chosen)
         ids = ops.slice_update(ids, (0, index), ops.cast(chosen, ids.dtype)[:, None])
         stopped = ops.logical_and(ops.logical_not(in_prompt), is_stop(chosen, settings.stop_ids))
+        stopped = ops.logical_or(stopped, index + 1 >= prompts.end)  # its last position
         return index + 1, ids, caches, ops.logical_or(done, stopped)
 
-    done = ops.zeros((batch,), dtype="bool")
+    done = prompts.first_index() >= prompts.end  # (B,) rows with nothing to fill
     state = (prompts.first_index(), prompts.ids, caches, done)
     _, ids, _, _ = ops.while_loop(cond, body, state)
     return ids

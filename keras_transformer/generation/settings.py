@@ -120,8 +120,8 @@ class Prompts(NamedTuple):
         ids: int32 `(B, L)`: each row's prompt at its start, then `fill_id`.
         lengths: int32 `(B,)`: prompt tokens per row (>= 1); positions before
             it keep their token, the rest are generated.
-        end: int32 scalar: the loop fills positions `< end` (<= L; the rest of
-            the buffer is bucket padding).
+        end: int32 `(B,)`: each row is filled at positions `< end` (<= L), then
+            holds `fill_id` (the rest of the buffer is bucket padding).
     """
 
     ids: object
@@ -131,6 +131,10 @@ class Prompts(NamedTuple):
     def first_index(self):
         """The first position a loop fills: the shortest prompt's end (a prompt has a token)."""
         return ops.maximum(ops.min(self.lengths), 1)
+
+    def last_index(self):
+        """One past the last position any row fills."""
+        return ops.max(self.end)
 
     def at(self, index):
         """`(token (B,), inside the prompt (B,))` of every row at position `index`."""

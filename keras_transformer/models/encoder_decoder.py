@@ -244,7 +244,9 @@ class EncoderDecoder(TransformerModel):
             source_ids: int `(batch, S)` source ids, padded with `pad_id`.
             start_id: the decoder's first input; default the model's `start_id`.
             stop_ids: token ids that end a hypothesis; default `(end_id,)`.
-            max_length: target tokens to produce at most (default `S + 50`).
+            max_length: target tokens to produce at most; default each source's
+                own length (its non-padding tokens) + 50, so a row decodes the
+                same in any batch (the output is `S + 50` wide).
             beam_size: beam width, or None for greedy/sampled decoding.
             alpha: GNMT length penalty exponent (>= 0).
             sampler: with `beam_size=None`, a `Sampler` (default greedy).

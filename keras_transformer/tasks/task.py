@@ -63,7 +63,10 @@ class TextTask(keras.Model):
                 "`tokenizer` must be a keras-hub tokenizer (e.g. SentencePieceTokenizer, "
                 f"GPT2Tokenizer, BytePairTokenizer); received {type(tokenizer).__name__}."
             )
-        vocabulary = tokenizer.vocabulary_size()
+        try:
+            vocabulary = tokenizer.vocabulary_size()
+        except ValueError:  # loading: the vocabulary is an asset, set after construction
+            vocabulary = 0
         if vocabulary > model.config.vocab_size:
             raise ValueError(
                 f"`tokenizer` has {vocabulary:,} tokens but the model's vocab_size is "
@@ -71,6 +74,7 @@ class TextTask(keras.Model):
             )
         self.model = model
         self.tokenizer = tokenizer
+        self.built = True  # the model's weights exist from its construction
 
     def call(self, inputs, training=False):
         return self.model(inputs, training=training)

@@ -104,10 +104,13 @@ class Translator(TextTask):
                 )
         self.source_language = source_language
         self.target_language = target_language
-        # Protection needs the slot symbols in the vocabulary (train_sentencepiece adds them).
-        self.protects_placeholders = all(
-            self.token_id(symbol) is not None for symbol in placeholders.SLOT_SYMBOLS
-        )
+
+    @property
+    def protects_placeholders(self):
+        """Whether placeholders reach the model as slot symbols: the tokenizer has them
+        (`train_sentencepiece(..., placeholder_slots=True)`). Without them the
+        placeholders are still checked and repaired after decoding."""
+        return all(self.token_id(symbol) is not None for symbol in placeholders.SLOT_SYMBOLS)
 
     def translate(self, texts, beam_size=4, alpha=0.6, batch_size=64, progress="auto"):
         """Translations of a string (a string) or a list of strings (a list).

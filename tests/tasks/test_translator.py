@@ -1,0 +1,158 @@
+import keras
+import numpy as np
+import pytest
+
+import keras_transformer as kt
+from keras_transformer.messages import find_placeholders
+from keras_transformer.messages import matches
+from keras_transformer.messages import outer_whitespace
+from keras_transformer.tasks import translator as translator_module
+
+MESSAGES = [
+    "Open the file",
+    "  Cannot open %s: %s\n",
+    "\tCopy {0} to {1}?\n\n",
+    "  -a, --all       save all files\n  -q              close the window\n",
+    "%(count)d files, %-10lu bytes, %%",
+    "   ",
+    "",
+]
+
+
+def test_a_string_gives_a_string_and_a_list_a_list(translator):
+    one = translator.translate("Open the file", beam_size=2)
+    assert isinstance(one, str)
+    assert translator.translate(["Open the file"], beam_size=2) == [one]
+
+
+def test_layout_and_placeholders_survive_whatever_the_model_writes(translator):
+    # An untrained model writes arbitrary tokens: the guarantee does not depend on it.
+    for source, text in zip(MESSAGES, translator.translate(MESSAGES, beam_size=2)):
+        assert outer_whitespace(text) == outer_whitespace(source), (source, text)
+        assert text.count("\n") == source.count("\n"), (source, text)
+        assert matches(source, text), (source, text)
+    assert translator.translate(["   ", ""]) == ["   ", ""]
+
+
+def test_a_list_translates_as_each_text_alone(translator):
+    together = translator.translate(MESSAGES[:4], beam_size=2, batch_size=3)
+    alone = [translator.translate(text, beam_size=2, batch_size=1) for text in MESSAGES[:4]]
+    assert together == alone
+
+
+def test_n_best_are_distinct_sorted_and_start_with_the_best(translator):
+    found = translator.translations(["Open the file", "Save all files"], beam_size=4,
+                                    num_return=3)
+    assert [len(options) for options in found] == [3, 3]
+    for options in found:
+        scores = [option.score for option in options]
+        assert scores == sorted(scores, reverse=True)
+        assert len({option.text for option in options}) == 3
+    assert [options[0].text for options in found] == translator.translate(
+        ["Open the file", "Save all files"], beam_size=4)
+
+
+def test_a_hypothesis_with_wrong_placeholders_is_never_returned_unmarked():
+    source = "Copy %s to %d"
+    candidates = [("kopiere %d nach %s", -1.0),  # reordered: printf arguments swapped
+                  ("kopiere nach", -2.0),  # lost both
+                  ("kopiere %s nach %d", -3.0)]  # right
+    best = translator_module._select(source, candidates, 1)[0]
+    assert best.text == "kopiere %s nach %d" and best.clean
+    chosen = translator_module._select(source, candidates[:2], 2)
+    assert all(matches(source, option.text) for option in chosen)
+    assert all(option.notes == (translator_module.REPAIRED,) for option in chosen)
+    empty = translator_module._select(source, [("", -1.0)], 1)[0]
+    assert empty.text == source and empty.notes == (translator_module.EMPTY,)
+
+
+def test_placeholders_reach_the_model_as_one_slot_token_each(translator):
+    assert translator.protects_placeholders
+    seen = []
+    original = translator.model.generate
+
+    def recording(source_ids, **kwargs):
+        seen.append(np.asarray(source_ids))
+        return original(source_ids, **kwargs)
+
+    translator.model.generate = recording
+    translator.translate("Cannot open %s: %(name)s", beam_size=1)
+    slots = [translator.token_id(symbol) for symbol in kt.messages.SLOT_SYMBOLS[:2]]
+    ids = seen[0][0].tolist()
+    assert ids.count(slots[0]) == 1 and ids.count(slots[1]) == 1
+    assert find_placeholders(translator.detokenize([ids])[0]) == []
+
+
+def test_identical_pieces_are_decoded_once(translator):
+    rows = []
+    original = translator.model.generate
+
+    def recording(source_ids, **kwargs):
+        rows.append(len(source_ids))
+        return original(source_ids, **kwargs)
+
+    translator.model.generate = recording
+    texts = ["Open the file", "  Open the file\n", "Open the file\nSave all files"]
+    translator.translate(texts, beam_size=1, batch_size=1)
+    assert sum(rows) == 2  # two distinct pieces, one row each
+
+
+def test_saved_translator_loads_in_safe_mode_with_the_same_strings(translator, tmp_path):
+    expected = translator.translate(MESSAGES, beam_size=2)
+    path = str(tmp_path / "translator.keras")
+    translator.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(loaded, kt.Translator)
+    assert (loaded.source_language, loaded.target_language) == ("en", "de")
+    assert loaded.translate(MESSAGES, beam_size=2) == expected
+
+
+def test_saved_translator_gives_the_same_strings_under_the_other_backends(
+        translator, outputs_under_other_backends):
+    texts = MESSAGES[:3]
+    expected = translator.translate(texts, beam_size=2)
+    for backend, got in outputs_under_other_backends(
+            translator, "translate", texts, beam_size=2).items():
+        assert got == expected, backend
+
+
+@pytest.mark.parametrize(
+    "call,words",
+    [
+        (lambda t: t.translate(3), ["`texts`", "string or a list of strings"]),
+        (lambda t: t.translate(["a", None]), ["`texts`", "non-strings"]),
+        (lambda t: t.translate("a", beam_size=0), ["`beam_size`", ">= 1"]),
+        (lambda t: t.translations("a", beam_size=2, num_return=3), ["`num_return`", "<= beam_size"]),
+        (lambda t: t.translate("a", batch_size=0), ["`batch_size`", ">= 1"]),
+        (lambda t: t.translate("a", progress="yes"), ["`progress`", "'auto'"]),
+    ],
+)
+def test_bad_call_arguments_raise_naming_them(translator, call, words):
+    with pytest.raises(ValueError) as info:
+        call(translator)
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+
+
+def test_bad_constructor_arguments_raise_naming_them(message_tokenizer):
+    vocabulary = message_tokenizer.vocabulary_size()
+    small = kt.EncoderDecoder(vocab_size=vocabulary - 1, num_layers=1, d_model=16,
+                              num_heads=2, d_ff=32)
+    model = kt.EncoderDecoder(vocab_size=vocabulary, num_layers=1, d_model=16, num_heads=2,
+                              d_ff=32)
+    gpt = kt.DecoderOnly(vocab_size=vocabulary, num_layers=1, d_model=16, num_heads=2, d_ff=32)
+    cases = [
+        (lambda: kt.Translator(gpt, message_tokenizer), ["`model`", "EncoderDecoder"]),
+        (lambda: kt.Translator(model, "vocab.spm"), ["`tokenizer`", "keras-hub"]),
+        (lambda: kt.Translator(small, message_tokenizer), ["`tokenizer`", "vocab_size"]),
+        (lambda: kt.Translator(model, message_tokenizer, target_language=""),
+         ["`target_language`", "language code"]),
+        (lambda: kt.Translator(kt.EncoderDecoder(vocab_size=vocabulary, num_layers=1,
+                                                 d_model=16, num_heads=2, d_ff=32, end_id=None),
+                               message_tokenizer), ["`end_id`"]),
+    ]
+    for make, words in cases:
+        with pytest.raises(ValueError) as info:
+            make()
+        for word in words:
+            assert word in str(info.value), (word, str(info.value))
