@@ -8,7 +8,7 @@ SLOW_BACKEND ?= jax
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: install test test-all demo docs docs-serve clean
+.PHONY: install test test-all demo translate-catalog docs docs-serve clean
 
 install: $(STAMP)
 
@@ -46,6 +46,18 @@ demo: $(STAMP)
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) examples/translate.py --minutes 8 \
 		--vocabulary-size 2000 --tokens-per-batch 1024 --max-length 32 --bucket-width 8 \
 		--warmup 800 --learning-rate-scale 0.65 --output runs/demo
+	$(MAKE) --no-print-directory translate-catalog RUN=runs/demo
+
+# Fills the empty catalog of a program held out of training (written by examples/translate.py)
+# with translate-po, then checks it as msgfmt would compile it.
+RUN ?= runs/demo
+translate-catalog: $(STAMP)
+	@template=$$($(PY) -c "import json; print(json.load(open('$(RUN)/results.json'))['template'])"); \
+	output=$${template%.pot}.po; \
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(VENV)/bin/keras-transformer translate-po "$$template" \
+		--model $(RUN)/translator.keras -o "$$output" && \
+	msgfmt --check-format --use-fuzzy --statistics -o /dev/null "$$output" && \
+	echo "msgfmt --check-format --use-fuzzy accepts $$output"
 
 # The documentation site, built into site/ (warnings fail the build).
 docs: $(STAMP)
