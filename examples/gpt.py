@@ -10,7 +10,15 @@ keeps every space, tab and newline, so the samples keep Python's indentation.
     KERAS_BACKEND=jax python examples/gpt.py --minutes 10    # CPU-sized run
     python examples/gpt.py --smoke                           # seconds
 
-Writes `gpt.keras`, `tokenizer.spm` and `results.json` into `--output`.
+Writes into `--output`: `gpt.keras` (a `kt.TextGenerator`: model and vocabulary,
+`keras.saving.load_model("gpt.keras").generate("def parse(")`), `tokenizer.spm`
+and `results.json`.
+
+The vocabulary is SentencePiece with every character kept (`keep_whitespace=True`:
+no normalization, byte fallback), not GPT-2's byte-level BPE: both keep code
+byte for byte, and SentencePiece is what the translation example trains, so
+the two examples share one tokenizer path. `kt.TextGenerator` takes GPT-2's BPE
+too (keras-hub's `GPT2Tokenizer`), for converted GPT-2 checkpoints.
 """
 
 import argparse
@@ -103,21 +111,19 @@ def main(argv=None):
     print(f"\nvalidation perplexity: {evaluation['perplexity']:.2f} per token "
           f"(loss {evaluation['loss']:.3f}) after {train_seconds / 60:.1f} min")
 
+    # The model and its vocabulary travel together: text in, text out.
+    generator = kt.TextGenerator(model, tokenizer)
     samples = {}
-    prompts = [np.asarray(tokenizer.tokenize(p)).tolist() for p in PROMPTS]
-    batch = keras.utils.pad_sequences(prompts, padding="post", value=kt.data.PAD_ID,
-                                      dtype="int32")
-    new = min(args.new_tokens, args.sequence_length - batch.shape[1])
     for name, sampler in (("top-k 40", Sampler(top_k=40, seed=args.seed)),
                           ("top-p 0.9", Sampler(top_p=0.9, seed=args.seed))):
-        generated = model.generate(batch, max_new_tokens=new, sampler=sampler)
-        samples[name] = [tokenizer.detokenize(row[row != kt.data.PAD_ID]) for row in generated]
+        samples[name] = generator.generate(PROMPTS, max_new_tokens=args.new_tokens,
+                                           sampler=sampler)
         print(f"\n===== samples, {name} =====")
         for text in samples[name]:
-            print(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+            print(text)
             print("-----")
 
-    model.save(os.path.join(args.output, "gpt.keras"))
+    generator.save(os.path.join(args.output, "gpt.keras"))
     results = dict(backend=keras.backend.backend(), perplexity=evaluation["perplexity"],
                    loss=evaluation["loss"], train_seconds=train_seconds,
                    steps=int(keras.ops.convert_to_numpy(model.optimizer.iterations)),

@@ -19,7 +19,8 @@ class TextGenerator(TextTask):
     built from a `vocab.json` and `merges.txt`), so a converted GPT-2
     checkpoint generates text. Prompts of different lengths go in one call;
     each keeps its own text exactly and gets at most `max_new_tokens` new
-    tokens, ending early at the model's `end_id` (GPT-2: `<|endoftext|>`).
+    tokens, ending early at the end id (the model's `end_id`, else the
+    tokenizer's end token: GPT-2's `<|endoftext|>`).
     Saved with `save("gpt.keras")`, the file holds model, weights and the
     tokenizer's vocabulary; `keras.saving.load_model` returns a
     `TextGenerator` under any backend.
@@ -47,12 +48,12 @@ class TextGenerator(TextTask):
 
         Args:
             prompts: a string or a list of strings. An empty prompt starts
-                from the model's `end_id` (GPT-2's convention for "a new
-                document"), else its `start_id`.
+                from the end id (GPT-2's convention for "a new document"),
+                else the model's `start_id`.
             max_new_tokens: tokens to add to each prompt at most.
             sampler: a `keras_transformer.generation.Sampler` (default greedy).
             stop_ids: token ids that end a continuation (not included in the
-                text); default the model's `end_id`, if it has one.
+                text); default `(end_id,)` when there is an end id.
 
         Returns:
             A string for a string, a list of strings for a list: the prompt,
@@ -60,9 +61,8 @@ class TextGenerator(TextTask):
         """
         prompts, single = texts_argument("prompts", prompts)
         max_new_tokens = validation.check_int("max_new_tokens", max_new_tokens)
-        config = self.model.config
         if stop_ids is None:
-            stop_ids = () if config.end_id is None else (config.end_id,)
+            stop_ids = () if self.end_id is None else (self.end_id,)
         rows = [self._prompt_ids(ids) for ids in self.tokenize(prompts)]
         lengths = [len(row) for row in rows]
         batch = np.zeros((len(rows), max(lengths)), dtype="int32")
@@ -81,11 +81,19 @@ class TextGenerator(TextTask):
             texts.append(self._continue(prompt, row if prompt else [], new))
         return texts[0] if single else texts
 
+    @property
+    def end_id(self):
+        """The id that ends a text: the model's `end_id`, else the tokenizer's end token
+        (a converted GPT-2 checkpoint with keras-hub's `GPT2Tokenizer`: `<|endoftext|>`)."""
+        if self.model.config.end_id is not None:
+            return self.model.config.end_id
+        return getattr(self.tokenizer, "end_token_id", None)
+
     def _prompt_ids(self, ids):
         """The prompt's ids, or one start token for an empty prompt."""
         if ids:
             return ids
-        first = self.model.config.end_id
+        first = self.end_id
         if first is None:
             first = self.model.config.start_id
         if first is None:

@@ -82,9 +82,9 @@ def test_gpt2_byte_level_bpe_generates_and_survives_saving(byte_level_files, tmp
 
     vocabulary, merges, size = byte_level_files
     tokenizer = GPT2Tokenizer(vocabulary=vocabulary, merges=merges)
-    end = tokenizer.token_to_id("<|endoftext|>")
-    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=size, end_id=end)
-    generator = kt.TextGenerator(model, tokenizer)
+    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=size)  # no end_id, like a
+    generator = kt.TextGenerator(model, tokenizer)  # converted checkpoint: the tokenizer's
+    assert generator.end_id == tokenizer.token_to_id("<|endoftext|>") == size - 1
     texts = generator.generate(["def parse", "x = 1 # é"], max_new_tokens=4)
     assert texts[0].startswith("def parse") and texts[1].startswith("x = 1 # é")
     assert generator.generate("", max_new_tokens=3) == generator.generate("", max_new_tokens=3)
