@@ -116,8 +116,10 @@ def main(argv=None):
     samples = {}
     for name, sampler in (("top-k 40", Sampler(top_k=40, seed=args.seed)),
                           ("top-p 0.9", Sampler(top_p=0.9, seed=args.seed))):
-        samples[name] = generator.generate(PROMPTS, max_new_tokens=args.new_tokens,
-                                           sampler=sampler)
+        longest = max(len(ids) for ids in generator.tokenize(PROMPTS))
+        samples[name] = generator.generate(  # the learned position table bounds the length
+            PROMPTS, max_new_tokens=min(args.new_tokens, args.sequence_length - longest),
+            sampler=sampler)
         print(f"\n===== samples, {name} =====")
         for text in samples[name]:
             print(text)

@@ -170,8 +170,9 @@ def write_template(catalog_path, path):
 
     compiled = polib.mofile(catalog_path) if catalog_path.endswith(".mo") else polib.pofile(
         catalog_path)
-    template = polib.POFile()
-    template.metadata = dict(compiled.metadata)
+    template = polib.POFile()  # written as UTF-8, and says so
+    template.metadata = dict(compiled.metadata, **{
+        "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit"})
     for entry in compiled:
         flags = ["c-format"] if any(p.startswith("%") and p != "%%" for p in
                                     find_placeholders(entry.msgid)) else []

@@ -12,6 +12,7 @@ command line).
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -127,11 +128,16 @@ def _translations(translator, texts, beam_size, n_best, progress):
     to_model = list(dict.fromkeys(text for text in texts if text))
     found = {}
     if to_model:
-        results = translator.translations(
-            to_model, beam_size=beam_size, num_return=n_best, progress=progress
-        )
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # a progress bar is not output
+                results = translator.translations(
+                    to_model, beam_size=beam_size, num_return=n_best, progress=progress
+                )
+        except ValueError as error:
+            raise CommandError(_one_line(error)) from None
         found = dict(zip(to_model, results))
-    return [found[text] if text else [Translation("", 0.0)] for text in texts]
+    # An empty line stays empty: n of them keep the n-best lines aligned.
+    return [found[text] if text else [Translation("", 0.0)] * n_best for text in texts]
 
 
 def _run_translate(args):
@@ -194,10 +200,11 @@ def _run_translate_po(args):
     catalog = _read_catalog(args.input)
     translator = _load(args.model)
     try:
-        report = translate_catalog(
-            catalog, translator, language=args.language, beam_size=args.beam_size,
-            progress=args.progress,
-        )
+        with contextlib.redirect_stdout(sys.stderr):  # a progress bar is not output
+            report = translate_catalog(
+                catalog, translator, language=args.language, beam_size=args.beam_size,
+                progress=args.progress,
+            )
     except ValueError as error:
         raise CommandError(_one_line(error)) from None
     try:

@@ -340,7 +340,8 @@ def hash_fraction(text):
 
 
 def catalog_domain(path):
-    """A catalog's program name: its file name without extension.
+    """A catalog's program name: its file name without extension, or, in a source
+    tree's `<program>/po/<lang>.po` layout, the program's folder.
 
     Args:
         path: a catalog file's path.
@@ -348,8 +349,14 @@ def catalog_domain(path):
     Example:
     >>> catalog_domain("/usr/share/locale/de/LC_MESSAGES/make.mo")
     'make'
+    >>> catalog_domain("src/sed/po/de.po")
+    'sed'
     """
-    return os.path.splitext(os.path.basename(os.fspath(path)))[0]
+    path = os.path.abspath(os.fspath(path))
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) == "po" and os.path.basename(os.path.dirname(folder)):
+        return os.path.basename(os.path.dirname(folder))
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def hold_out_catalogs(paths, fraction=0.05):

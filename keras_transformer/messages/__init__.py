@@ -31,6 +31,8 @@ from keras_transformer.messages.catalog_translation import plural_forms
 from keras_transformer.messages.catalog_translation import primary_subtag
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
+from keras_transformer.messages.fidelity import Fidelity
+from keras_transformer.messages.fidelity import fidelity
 from keras_transformer.messages.placeholders import PLACEHOLDER
 from keras_transformer.messages.placeholders import SLOT_SYMBOLS
 from keras_transformer.messages.placeholders import Protected
@@ -44,18 +46,23 @@ from keras_transformer.messages.placeholders import restore
 from keras_transformer.messages.segments import Layout
 from keras_transformer.messages.segments import outer_whitespace
 from keras_transformer.messages.segments import split_message
+from keras_transformer.messages.training_pairs import piece_pairs
+from keras_transformer.messages.training_pairs import translation_pairs
 
 __all__ = [
     "PLACEHOLDER",
     "PLURAL_FORMS",
     "SLOT_SYMBOLS",
     "CatalogReport",
+    "Fidelity",
     "Layout",
     "Protected",
+    "fidelity",
     "find_placeholders",
     "is_ordered",
     "matches",
     "outer_whitespace",
+    "piece_pairs",
     "plural_forms",
     "primary_subtag",
     "protect",
@@ -63,6 +70,7 @@ __all__ = [
     "repair",
     "restore",
     "split_message",
+    "translation_pairs",
     "translate_catalog",
     "write_catalog",
 ]

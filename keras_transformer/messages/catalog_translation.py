@@ -27,6 +27,8 @@ import secrets
 
 import polib
 
+from keras_transformer.messages.placeholders import matches
+
 _GETTEXT_ONE = "nplurals=1; plural=0;"
 _GETTEXT_TWO = "nplurals=2; plural=(n != 1);"
 _GETTEXT_TWO_FRENCH = "nplurals=2; plural=(n > 1);"
@@ -271,17 +273,27 @@ def _plural_count(catalog, language, needed):
     return int(_NPLURALS.search(value).group(1)), value
 
 
-def _sources(entry, nplurals):
+_SINGULAR_ONLY_FORM_0 = ("n!=1", "(n!=1)")
+"""Plural expressions whose form 0 serves n = 1 alone (English, German, ...)."""
+
+
+def _sources(entry, nplurals, expression=""):
     """The English text of each form to fill: msgid for form 0, msgid_plural for the others.
 
     A one-form language uses its only form for every count, so that form
-    comes from msgid_plural (msgfmt checks it against msgid_plural too).
+    comes from msgid_plural (msgfmt checks it against msgid_plural too). Where
+    form 0 also serves other counts (Russian's 21, 31, ...; French's 0) and
+    msgid lacks msgid_plural's placeholders (`"One file"` / `"%d files"`),
+    form 0 comes from msgid_plural as well, as msgfmt requires.
     """
     if not _is_plural(entry):
         return [entry.msgid]
     if nplurals == 1:
         return [entry.msgid_plural]
-    return [entry.msgid] + [entry.msgid_plural] * (nplurals - 1)
+    singular_only = "".join(expression.split()) in _SINGULAR_ONLY_FORM_0
+    same = matches(entry.msgid_plural, entry.msgid) and matches(entry.msgid, entry.msgid_plural)
+    first = entry.msgid if singular_only or same else entry.msgid_plural
+    return [first] + [entry.msgid_plural] * (nplurals - 1)
 
 
 def _translate_texts(translator, texts, beam_size, progress):
@@ -442,7 +454,9 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     kept = sum(map(_has_translation, live))
     todo = [entry for entry in live if entry.msgid and not _has_translation(entry)]
     nplurals, new_plural_forms = _plural_count(catalog, target, any(map(_is_plural, todo)))
-    sources = {id(entry): _sources(entry, nplurals) for entry in todo}
+    plural_header = new_plural_forms or catalog.metadata.get("Plural-Forms", "")
+    expression = plural_header.partition("plural=")[2].rstrip().rstrip(";")
+    sources = {id(entry): _sources(entry, nplurals, expression) for entry in todo}
     texts = list(dict.fromkeys(text for forms in sources.values() for text in forms))
     found = _translate_texts(translator, texts, beam_size, progress)
 

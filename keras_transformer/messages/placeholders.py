@@ -148,8 +148,9 @@ def _ordered(placeholders):
 def matches(source, translation):
     """Whether a translation keeps the source's placeholders.
 
-    True iff both hold the same placeholders the same number of times and the
-    ordered ones (see `is_ordered`) in the same sequence: then
+    True iff both hold the same placeholders the same number of times, the
+    ordered ones (see `is_ordered`) in the same sequence, and the translation
+    has no more stray `%`, `{` or `}` (outside placeholders) than the source: then
     `msgfmt --check-format` accepts the pair as c-format, python-format or
     python-brace-format (this check is stricter: `%5d` does not stand for
     `%d`, and `%2$s %1$d` does not stand for `%d %s`).
@@ -168,7 +169,16 @@ def matches(source, translation):
     True
     """
     wanted, found = find_placeholders(source), find_placeholders(translation)
-    return collections.Counter(wanted) == collections.Counter(found) and _ordered(wanted) == _ordered(found)
+    return (collections.Counter(wanted) == collections.Counter(found)
+            and _ordered(wanted) == _ordered(found)
+            and all(count <= _strays(source)[c] for c, count in _strays(translation).items()))
+
+
+def _strays(text):
+    """How many `%`, `{` and `}` stand outside placeholders: msgfmt reads each as a
+    broken directive (`"100%"` in a c-format string, a lone `{` in python-brace)."""
+    outside = "".join(_split(text)[0])
+    return collections.Counter(c for c in outside if c in "%{}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,7 +279,8 @@ def restore(text, slots):
 
     Returns:
         The text with each slot symbol replaced by its placeholder; a slot
-        symbol with no slot (index >= `len(slots)`) is removed.
+        symbol with no slot (index >= `len(slots)`) is removed, with one of
+        the spaces around it when it stood between two.
 
     Raises:
         ValueError: `slots` has more entries than `SLOT_SYMBOLS`.
@@ -281,9 +292,13 @@ def restore(text, slots):
     if len(slots) > len(SLOT_SYMBOLS):
         raise ValueError(f"slots has {len(slots)} entries, at most {len(SLOT_SYMBOLS)} are possible")
 
+    unknown = SLOT_SYMBOLS[len(slots):]
+    if unknown:  # removed, with the space that set them apart
+        text = re.sub(f"(?<= )[{''.join(unknown)}]+ ", "", text)
+        text = re.sub(f"[{''.join(unknown)}]", "", text)
+
     def substitute(match):
-        index = ord(match.group()) - ord(SLOT_SYMBOLS[0])
-        return slots[index] if index < len(slots) else ""
+        return slots[ord(match.group()) - ord(SLOT_SYMBOLS[0])]
 
     return _SLOT.sub(substitute, text)
 
@@ -383,9 +398,10 @@ def repair(source, translation):
     later ones, with the space that set them apart: no doubled space, new
     outer space or space before punctuation is left), missing ones are inserted at the end, before final punctuation
     `.:!?…` and separated by a space, and the ordered placeholders are given
-    the source's order position by position. Should that edit make stray text
-    join a placeholder (a lone `%` before an inserted `%d`), the characters
-    `%{}$` are dropped from the text. The result always `matches` the source.
+    the source's order position by position. Should that edit leave stray
+    `%`, `{` or `}` the source lacks, or make stray text join a placeholder (a
+    lone `%` before an inserted `%d`), the characters `%{}$` are dropped from
+    the text. The result always `matches` the source.
 
     Args:
         source: the original message.

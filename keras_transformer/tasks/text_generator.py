@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_transformer import validation
+from keras_transformer.generation.settings import check_stop_ids
 from keras_transformer.models.decoder_only import DecoderOnly
 from keras_transformer.tasks.task import TextTask
 from keras_transformer.tasks.task import texts_argument
@@ -58,11 +59,21 @@ class TextGenerator(TextTask):
         Returns:
             A string for a string, a list of strings for a list: the prompt,
             unchanged, followed by the generated text.
+
+        Example:
+        >>> import keras_transformer as kt
+        >>> tokenizer = kt.data.train_sentencepiece(["import os", "def f():"] * 20, 30)
+        >>> model = kt.DecoderOnly.from_preset(
+        ...     "gpt2_tiny", vocab_size=tokenizer.vocabulary_size())
+        >>> texts = kt.TextGenerator(model, tokenizer).generate(["import", "def f"], 3)
+        >>> [text[:len(prompt)] for text, prompt in zip(texts, ["import", "def f"])]
+        ['import', 'def f']
         """
         prompts, single = texts_argument("prompts", prompts)
         max_new_tokens = validation.check_int("max_new_tokens", max_new_tokens)
         if stop_ids is None:
             stop_ids = () if self.end_id is None else (self.end_id,)
+        stop_ids = check_stop_ids(stop_ids, self.model.config.vocab_size)
         rows = [self._prompt_ids(ids) for ids in self.tokenize(prompts)]
         lengths = [len(row) for row in rows]
         batch = np.zeros((len(rows), max(lengths)), dtype="int32")
@@ -70,7 +81,7 @@ class TextGenerator(TextTask):
             batch[i, :len(row)] = row
         mask = np.arange(batch.shape[1]) < np.array(lengths)[:, None]  # (batch, P)
         generated = self.model.generate(batch, max_new_tokens=max_new_tokens, sampler=sampler,
-                                        stop_ids=stop_ids or None, padding_mask=mask)
+                                        stop_ids=stop_ids, padding_mask=mask)
         texts = []
         for prompt, row, length, ids in zip(prompts, rows, lengths, generated):
             new = ids[length:length + max_new_tokens].tolist()
@@ -98,8 +109,8 @@ class TextGenerator(TextTask):
             first = self.model.config.start_id
         if first is None:
             raise ValueError(
-                "An empty prompt needs a first token: build the model with `end_id` or "
-                "`start_id`, or give every prompt some text."
+                "`prompts` holds an empty prompt, which needs a first token: build the model "
+                "with `end_id` or `start_id`, or give every prompt some text."
             )
         return [first]
 

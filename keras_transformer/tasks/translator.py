@@ -1,5 +1,7 @@
 """`Translator`: an `EncoderDecoder` and its shared tokenizer, text in and text out."""
 
+import math
+
 import keras
 import numpy as np
 
@@ -25,22 +27,31 @@ def _select(source, candidates, count):
     `candidates` are `(text, score)`, best first. A candidate that fails
     `placeholders.matches` is only used, repaired, when fewer than `count` match.
     """
+    candidates = [(text, score) for text, score in candidates if text.strip()]
     matching = [Translation(text, score) for text, score in candidates
-                if text and placeholders.matches(source, text)]
+                if placeholders.matches(source, text)]
     repaired = [Translation(placeholders.repair(source, text), score, (REPAIRED,))
                 for text, score in candidates
-                if text and not placeholders.matches(source, text)]
+                if not placeholders.matches(source, text)]
     chosen = (matching + repaired)[:count]
     if not chosen:  # every candidate was empty
         chosen = [Translation(source, candidates[0][1] if candidates else 0.0, (EMPTY,))]
     return chosen + [chosen[-1]] * (count - len(chosen))
 
 
-def _combine(layout, pieces):
-    """One translation of a whole text from one translation of each of its pieces."""
+def _combine(source, layout, pieces):
+    """One translation of a whole text from one translation of each of its pieces.
+
+    Pieces that each keep their placeholders can still form a new one where
+    they are joined (`"50%"` and `"fertig"` across two spaces read `%  f`), so
+    the whole text is checked again.
+    """
     notes = tuple(dict.fromkeys(note for piece in pieces for note in piece.notes))
-    return Translation(layout.rebuild([piece.text for piece in pieces]),
-                       float(sum(piece.score for piece in pieces)), notes)
+    text = layout.rebuild([piece.text for piece in pieces])
+    if not placeholders.matches(source, text):
+        text = placeholders.repair(source, text)
+        notes = tuple(dict.fromkeys(notes + (REPAIRED,)))
+    return Translation(text, float(sum(piece.score for piece in pieces)), notes)
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -127,6 +138,15 @@ class Translator(TextTask):
             The best translation of each text: a string for a string, a list
             of strings for a list. `translations` also returns scores, the
             n best and what was repaired.
+
+        Example:
+        >>> import keras_transformer as kt
+        >>> tokenizer = kt.data.train_sentencepiece(["open the file"] * 20, 30)
+        >>> model = kt.EncoderDecoder.from_preset(
+        ...     "transformer_tiny", vocab_size=tokenizer.vocabulary_size())
+        >>> texts = kt.Translator(model, tokenizer).translate(["Quit", "  Open %s"])
+        >>> len(texts), texts[1][:2], "%s" in texts[1]
+        (2, '  ', True)
         """
         texts, single = texts_argument("texts", texts)
         best = [found[0].text for found in self.translations(
@@ -148,7 +168,20 @@ class Translator(TextTask):
         Returns:
             A list with, per text, a list of `num_return` `Translation`s
             (text, score summed over the text's pieces, notes). A text of
-            several pieces combines the i-th translation of each piece.
+            several pieces combines the i-th translation of each piece. The
+            hypotheses that keep their placeholders come first, by score, then
+            repaired ones; when the search finds fewer than `num_return`
+            distinct ones, the last is repeated. A piece too long for a learned
+            position table is kept untranslated with score `-inf`.
+
+        Example:
+        >>> import keras_transformer as kt
+        >>> tokenizer = kt.data.train_sentencepiece(["open the file"] * 20, 30)
+        >>> model = kt.EncoderDecoder.from_preset(
+        ...     "transformer_tiny", vocab_size=tokenizer.vocabulary_size())
+        >>> best = kt.Translator(model, tokenizer).translations(["Open %s"], num_return=2)
+        >>> len(best[0]), "%s" in best[0][0].text, best[0][0].score >= best[0][1].score
+        (2, True, True)
         """
         texts, _ = texts_argument("texts", texts)
         beam_size = validation.check_int("beam_size", beam_size)
@@ -163,24 +196,27 @@ class Translator(TextTask):
         layouts = [split_message(text) for text in texts]
         pieces = list(dict.fromkeys(piece for layout in layouts for piece in layout.pieces))
         found = self._translate_pieces(pieces, beam_size, num_return, alpha, batch_size, progress)
-        return [[_combine(layout, [found[piece][i] for piece in layout.pieces])
-                 for i in range(num_return)] for layout in layouts]
+        return [[_combine(text, layout, [found[piece][i] for piece in layout.pieces])
+                 for i in range(num_return)] for text, layout in zip(texts, layouts)]
 
     def _translate_pieces(self, pieces, beam_size, num_return, alpha, batch_size, progress):
         """`{piece: [Translation] * num_return}` for pieces without layout whitespace."""
-        protected = [placeholders.protect(piece) if self.protects_placeholders
+        protects = self.protects_placeholders
+        protected = [placeholders.protect(piece) if protects
                      else placeholders.Protected(piece, ()) for piece in pieces]
-        end_id = self.model.config.end_id
-        sources = [ids + [end_id] for ids in self.tokenize([p.text for p in protected])]
-        limit = self.model.config.max_length if self.model.config.position == "learned" else None
+        config = self.model.config
+        sources = [ids + [config.end_id] for ids in self.tokenize([p.text for p in protected])]
+        # A learned position table bounds the source and its translation (source + 50).
+        limit = config.max_length - 51 if config.position == "learned" else None
         found = {}
         fits = []
         for i, source in enumerate(sources):
             if limit is not None and len(source) > limit:
-                found[pieces[i]] = [Translation(pieces[i], 0.0, (TOO_LONG,))] * num_return
+                found[pieces[i]] = [Translation(pieces[i], -math.inf, (TOO_LONG,))] * num_return
             else:
                 fits.append(i)
         order = sorted(fits, key=lambda i: len(sources[i]))
+        batch_size = min(batch_size, max(1, len(order)))  # one short call: no filler rows
         batches = [order[begin:begin + batch_size] for begin in range(0, len(order), batch_size)]
         bar = None
         if progress is True or (progress == "auto" and len(batches) > 1):

@@ -170,3 +170,21 @@ def test_length_penalty_formula():
     assert float(length_penalty(1, 0.6)) == pytest.approx(1.0)
     assert float(length_penalty(10, 0.6)) == pytest.approx((15 / 6) ** 0.6)
     assert float(length_penalty(10, 0.0)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("beam_size", [None, 2])
+def test_default_length_limit_is_each_sources_own_length_plus_50(beam_size):
+    """Without `max_length`, a row stops at its own source length + 50 in any batch."""
+    keras.utils.set_random_seed(7)
+    model = kt.EncoderDecoder.from_preset(  # never stops by itself: no end id
+        "transformer_tiny", vocab_size=40, dropout=0.0, start_id=2, end_id=None)
+    sources = np.zeros((2, 9), "int32")
+    sources[0, :2] = [5, 6]
+    sources[1, :9] = np.arange(10, 19)
+    together = model.generate(sources, beam_size=beam_size, stop_ids=())
+    assert together.shape == (2, 59)
+    for row, length in enumerate((2, 9)):
+        assert (together[row, :length + 50] != 0).all()  # every position up to its limit
+        assert (together[row, length + 50:] == 0).all()  # then padding
+        alone = model.generate(sources[row:row + 1, :length], beam_size=beam_size, stop_ids=())
+        np.testing.assert_array_equal(alone[0], together[row, :length + 50])

@@ -353,7 +353,8 @@ def test_a_one_form_language_translates_msgid_plural():
 def test_header_plural_forms_win_over_the_table():
     catalog = polib.pofile(catalog_text(language="de", plural_forms_value="nplurals=3; plural=0;"))
     translate_catalog(catalog, FakeTranslator())
-    assert catalog.find("One file").msgstr_plural == {0: "DE:One file", 1: "DE:%d files", 2: "DE:%d files"}
+    # plural=0 sends every count to form 0, so it must hold msgid_plural's %d (msgfmt -c).
+    assert catalog.find("One file").msgstr_plural == {0: "DE:%d files", 1: "DE:%d files", 2: "DE:%d files"}
     assert catalog.metadata["Plural-Forms"] == "nplurals=3; plural=0;"
 
 
@@ -362,6 +363,18 @@ def test_template_plural_forms_are_replaced():
     catalog = polib.pofile(text)
     translate_catalog(catalog, FakeTranslator(target_language="fr"))
     assert catalog.metadata["Plural-Forms"] == "nplurals=2; plural=(n > 1);"
+
+
+def test_form_0_serving_more_counts_than_one_keeps_the_plurals_placeholders(tmp_path):
+    """Russian form 0 serves 1, 21, 31...: "One file" would lose %d; msgfmt -c refuses that."""
+    catalog = polib.pofile(catalog_text(language="ru", plural_forms_value=PLURAL_FORMS["ru"]))
+    translate_catalog(catalog, FakeTranslator(target_language="ru"))
+    assert catalog.find("One file").msgstr_plural[0] == "DE:%d files"
+    out = tmp_path / "ru.po"
+    write_catalog(catalog, str(out))
+    check = subprocess.run(["msgfmt", "-c", "--use-fuzzy", "-o", os.devnull, str(out)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
 
 
 def test_table_matches_msginit(tmp_path):

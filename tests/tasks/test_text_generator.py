@@ -60,7 +60,7 @@ def test_an_empty_prompt_needs_a_first_token(message_tokenizer):
                            d_model=16, num_heads=2, d_ff=32)  # no end_id, no start_id
     generator = kt.TextGenerator(model, message_tokenizer)
     assert generator.generate("def", max_new_tokens=2).startswith("def")
-    with pytest.raises(ValueError, match="empty prompt"):
+    with pytest.raises(ValueError, match="`prompts` holds an empty prompt"):
         generator.generate("", max_new_tokens=2)
 
 

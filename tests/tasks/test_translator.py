@@ -156,3 +156,33 @@ def test_bad_constructor_arguments_raise_naming_them(message_tokenizer):
             make()
         for word in words:
             assert word in str(info.value), (word, str(info.value))
+
+
+def test_hostile_model_output_is_repaired_or_refused_never_passed_as_good(translator):
+    """Whatever the search returns, a translation comes back faithful or marked."""
+    hostile = {
+        "Progress: 50%": [("Fortschritt: 50%", -1.0)],  # with the next piece: `%  f`
+        "done": [("fertig", -1.0)],
+        "Quit": [("   ", -0.5), ("", -0.7)],  # white space only: nothing translated
+        "Done \ue000": [("Fertig \ue000 zu 100%", -1.0)],  # a stray % msgfmt rejects
+        "Copy \ue000 to \ue001": [("\ue001 \ue000 \ue005 kopieren", -1.0)],  # swapped, invented
+    }
+    seen = []  # what reaches the model: the protected pieces, one fake id each
+
+    def tokenize(texts):
+        seen.extend(texts)
+        return [[len(seen) - len(texts) + i] for i in range(len(texts))]
+
+    def decode(sources, beam_size, alpha, batch_size):
+        return [hostile[seen[ids[0]]] for ids in sources]
+
+    translator.tokenize, translator._decode = tokenize, decode
+    sources = ["Progress: 50%  done", "  Quit\n", "Done %d", "Copy %s to %d"]
+    found = [options[0] for options in translator.translations(sources, beam_size=2)]
+    for source, translation in zip(sources, found):
+        assert matches(source, translation.text), (source, translation)
+        assert outer_whitespace(translation.text) == outer_whitespace(source)
+        assert not translation.clean, translation
+    assert found[1].text == "  Quit\n" and found[1].notes == (translator_module.EMPTY,)
+    assert found[2].text == "Fertig %d zu 100"
+    assert found[3].text == "%s %d kopieren"
