@@ -18,6 +18,11 @@ class Fidelity:
         whitespace_messages: sources with leading or trailing white space.
         whitespace_kept: of those, translations with exactly the same outer
             white space.
+
+    Example:
+    >>> Fidelity(placeholder_messages=4, placeholders_kept=3, whitespace_messages=0,
+    ...          whitespace_kept=0).placeholder_rate
+    0.75
     """
 
     placeholder_messages: int

@@ -16,6 +16,14 @@ from keras_transformer.messages.segments import split_message
 def piece_pairs(source, target):
     """`(source piece, target piece)` pairs of one message pair, before protection.
 
+    Args:
+        source: an English message.
+        target: its translation.
+
+    Returns:
+        One pair per piece when both sides have as many layout pieces, else the
+        whole pair with its outer white space stripped.
+
     Example:
     >>> piece_pairs("  -a, --all   show all\\n", "  -a, --all   alle zeigen\\n")
     [('-a, --all', '-a, --all'), ('show all', 'alle zeigen')]

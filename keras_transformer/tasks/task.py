@@ -23,6 +23,10 @@ def _text(value):
 def texts_argument(name, texts):
     """`texts` as a list, and whether a single string was given.
 
+    Args:
+        name: the argument's name, for the error message.
+        texts: a string or a list/tuple of strings.
+
     Raises:
         ValueError: `texts` is neither a string nor a list/tuple of strings.
     """
@@ -80,17 +84,29 @@ class TextTask(keras.Model):
         return self.model(inputs, training=training)
 
     def tokenize(self, texts):
-        """Token ids of each text: a list of lists of ints (no special tokens)."""
+        """Token ids of each text: a list of lists of ints (no special tokens).
+
+        Args:
+            texts: a list of strings.
+        """
         if not texts:
             return []
         return [np.asarray(ids).astype("int64").tolist() for ids in self.tokenizer(list(texts))]
 
     def detokenize(self, rows):
-        """The text of each row of ids (a list of lists of ints)."""
+        """The text of each row of ids.
+
+        Args:
+            rows: a list of lists of token ids.
+        """
         return [_text(self.tokenizer.detokenize(np.asarray(row, dtype="int32"))) for row in rows]
 
     def token_id(self, token):
-        """The id of a vocabulary entry, or None when the tokenizer lacks it."""
+        """The id of a vocabulary entry, or None when the tokenizer lacks it.
+
+        Args:
+            token: a vocabulary entry (a piece or a special token such as `"<unk>"`).
+        """
         try:
             found = int(self.tokenizer.token_to_id(token))
         except (KeyError, ValueError):

@@ -38,6 +38,7 @@ def test_translate_smoke_writes_translator_template_heatmap_and_scores(tmp_path)
         assert 0 <= figures["bleu"] <= 100 and 0 < figures["copy_bleu"] <= 100
         assert figures["pairs"] > 0
         # Whatever a smoke-trained model writes, placeholders and outer white space survive.
+        assert figures["placeholder_messages"] > 0 and figures["whitespace_messages"] > 0
         assert figures["placeholders_kept"]["ours"] == 1.0
         assert figures["whitespace_kept"]["ours"] == 1.0
     assert results["steps"] > 0
