@@ -58,8 +58,7 @@ def _one_line(error):
 def load_translator(path):
     """Loads a `keras_transformer.tasks.Translator` saved as a `.keras` file.
 
-    Keras is imported only here, so the command line starts fast for `--help`
-    and for its errors; `safe_mode=True` refuses files that would run code.
+    `safe_mode=True` refuses files that would run code.
 
     Args:
         path: the `.keras` file.
@@ -81,19 +80,13 @@ def load_translator(path):
         raise FileNotFoundError(2, "No such file or directory", path)
     import keras
 
-    try:  # registers the Translator class, so that load_model can build it
-        from keras_transformer.tasks import Translator
-    except ImportError:
-        Translator = None
+    from keras_transformer.tasks import Translator  # registered: load_model can build it
+
     try:
         model = keras.saving.load_model(path, safe_mode=True)
     except Exception as error:  # keras raises many kinds for a file that is not a model
         raise ValueError(f"{path} is not a .keras model Keras can load ({_one_line(error)})") from None
-    if Translator is not None:
-        is_translator = isinstance(model, Translator)
-    else:
-        is_translator = callable(getattr(model, "translations", None))
-    if not is_translator:
+    if not isinstance(model, Translator):
         raise ValueError(f"{path} holds a {type(model).__name__}, not a keras_transformer Translator")
     return model
 

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 
 from keras_transformer import validation
+from keras_transformer.generation.logits import NEG_INF
 from keras_transformer.messages import placeholders
 from keras_transformer.messages.segments import split_message
 from keras_transformer.models.encoder_decoder import EncoderDecoder
@@ -28,11 +29,12 @@ def _select(source, candidates, count):
     `placeholders.matches` is only used, repaired, when fewer than `count` match.
     """
     candidates = [(text, score) for text, score in candidates if text.strip()]
-    matching = [Translation(text, score) for text, score in candidates
-                if placeholders.matches(source, text)]
-    repaired = [Translation(placeholders.repair(source, text), score, (REPAIRED,))
-                for text, score in candidates
-                if not placeholders.matches(source, text)]
+    matching, repaired = [], []
+    for text, score in candidates:
+        if placeholders.matches(source, text):
+            matching.append(Translation(text, score))
+        else:
+            repaired.append(Translation(placeholders.repair(source, text), score, (REPAIRED,)))
     chosen = (matching + repaired)[:count]
     if not chosen:  # every candidate was empty
         chosen = [Translation(source, candidates[0][1] if candidates else 0.0, (EMPTY,))]
@@ -244,7 +246,7 @@ class Translator(TextTask):
         for row in range(len(sources)):
             rows, scores = [], []
             for ids, score, length in zip(best.ids[row], best.scores[row], best.lengths[row]):
-                if score < -1e29:  # an empty slot
+                if score <= NEG_INF / 2:  # a slot no hypothesis filled
                     continue
                 ids = ids[:int(length)].tolist()
                 rows.append([t for t in ids if t not in (config.end_id, config.pad_id)])
