@@ -14,6 +14,7 @@ between machines; the ratios printed at the end are what to compare):
 """
 
 import argparse
+import json
 import time
 
 import keras
@@ -114,6 +115,8 @@ def main():
     parser.add_argument("--dtype", choices=["bfloat16", "float32"])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip", nargs="*", default=[], choices=["uncached", "keras-hub", "hf"])
+    parser.add_argument("--json", default=None,
+                        help="also write every timing to this file (rewritten after each one)")
     args = parser.parse_args()
     if args.tiny:
         shape = dict(layers=2, d_model=64, heads=4, vocab=1000)
@@ -126,6 +129,7 @@ def main():
         f"backend={keras.backend.backend()} dtype={dtype} layers={shape['layers']} "
         f"d_model={shape['d_model']} vocab={shape['vocab']} prompt={prompt} new={new}"
     )
+    rows = []
     for batch in batches:
         cached, uncached = ours(shape, batch, prompt, new, dtype)
         runs = {"ours-cached": cached}
@@ -142,7 +146,14 @@ def main():
         for name, fn in runs.items():
             seconds = timed(fn, args.repeats)
             speed[name] = batch * new / seconds
-            print(f"  batch={batch:<3} {name:<14} {seconds:8.3f} s {speed[name]:12,.0f} tok/s")
+            print(f"  batch={batch:<3} {name:<14} {seconds:8.3f} s {speed[name]:12,.0f} tok/s",
+                  flush=True)
+            rows.append(dict(backend=keras.backend.backend(), dtype=dtype, batch=batch,
+                             prompt=prompt, new=new, runner=name, seconds=seconds,
+                             tokens_per_s=speed[name]))
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
         for peer in ("ours-uncached", "keras-hub", "hf"):
             if peer in speed:
                 print(f"  batch={batch:<3} ours-cached / {peer}: {speed['ours-cached'] / speed[peer]:.2f}x")

@@ -82,8 +82,16 @@ def flops_per_token(shape, length):
 # --- one runner, in its own process --------------------------------------------
 
 
-def _random_ids(rng, shape, count, length):
-    return rng.integers(1, shape["vocab"], size=(count, length)).astype("int32")
+def random_batches(shape, rows, length, seed=0):
+    """The training data every runner gets: fresh random ids in every batch, the same
+    arrays for every runner (`{"ids", "labels"}` or `{"source", "target", "labels"}`,
+    each `(rows, length)` int32), fed to `fit` or moved batch by batch by plain PyTorch."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    names = ("ids", "labels") if shape["family"] == "gpt2" else ("source", "target", "labels")
+    return {name: rng.integers(1, shape["vocab"], size=(rows, length)).astype("int32")
+            for name in names}
 
 
 def _keras_model(runner, shape, length, dropout, padding_masks=True):
@@ -127,14 +135,12 @@ def run_keras(args, shape):
             pass
     model, count, adapt = _keras_model(args.runner, shape, args.length, args.dropout,
                                        padding_masks=not args.no_padding_masks)
-    batches = args.warmup + args.steps
-    rng = np.random.default_rng(0)
+    data = random_batches(shape, args.batch * (args.warmup + args.steps), args.length)
     if shape["family"] == "gpt2":
-        inputs = adapt(_random_ids(rng, shape, args.batch * batches, args.length))
+        inputs = adapt(data["ids"])
     else:
-        inputs = {name: _random_ids(rng, shape, args.batch * batches, args.length)
-                  for name in ("source", "target")}
-    labels = _random_ids(rng, shape, args.batch * batches, args.length)
+        inputs = {name: data[name] for name in ("source", "target")}
+    labels = data["labels"]
     jit = {"auto": "auto", "0": False, "1": True}[args.jit]
     if args.runner == "ours":
         jit = True if jit == "auto" else jit
@@ -160,11 +166,12 @@ def run_keras(args, shape):
 def run_torch(args, shape):
     from peers import torch_models
 
-    step, count = torch_models.make_step(
-        shape, args.batch, args.length, compile_model=args.jit != "0", dropout=args.dropout,
+    data = random_batches(shape, args.batch * (args.warmup + args.steps), args.length)
+    run, count = torch_models.make_step(
+        shape, data, args.batch, compile_model=args.jit != "0", dropout=args.dropout,
         bf16=args.precision == "mixed_bfloat16",
     )
-    result = measure(args, lambda first, number: step(number), count)
+    result = measure(args, run, count)
     return dict(result, jit=str(args.jit != "0"))
 
 
@@ -231,6 +238,13 @@ def launch(options, runner, backend, workload, batch, length, steps, warmup):
     return result
 
 
+def write_json(path, rows):
+    """Writes `rows` to `path` (if given), replacing what an earlier call wrote."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 def plan(options):
     """(runner, backend, workload) triples of a throughput run, peers included."""
     runs = []
@@ -294,6 +308,7 @@ def max_length_sweep(options):
                 print(f"{workload:<13} {runner:<10} {backend:<10} longest that trains: "
                       f"{longest or 'none'}   {('first failure ' + failure) if failure else ''}",
                       flush=True)
+                write_json(options.json, rows)
     return rows
 
 
@@ -340,10 +355,7 @@ def main():
           f"{'tiny shapes' if options.tiny else 'full shapes'}, runners in separate processes",
           flush=True)
     if options.max_length_sweep:
-        rows = max_length_sweep(options)
-        if options.json:
-            with open(options.json, "w") as f:
-                json.dump(rows, f, indent=1)
+        max_length_sweep(options)
         return 0
 
     # tiny steps take milliseconds: longer fits keep Keras' per-fit setup out of the figure
@@ -358,14 +370,12 @@ def main():
         status = f"{r['tokens_per_s']:,.0f} tok/s" if r.get("ok") else "FAILED"
         print(f"  {workload} {runner}[{r['backend']}]: {status} ({r['wall_s']:.0f} s)",
               flush=True)
+        write_json(options.json, results)  # after every runner: a cut-off run keeps its figures
     print()
     print_table(results)
     print()
     for workload, backend, peer, ratio in ratios(results):
         print(f"{workload:<13} {'ours[' + backend + ']':<16} / {peer:<22} = {ratio:.2f}x")
-    if options.json:
-        with open(options.json, "w") as f:
-            json.dump(results, f, indent=1)
     return 0 if all(r.get("ok") for r in results) else 1
 
 

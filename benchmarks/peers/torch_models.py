@@ -82,37 +82,48 @@ class Seq2Seq(nn.Module):
         )
 
 
-def make_step(workload, batch, length, compile_model, dropout, bf16=True, seed=0):
-    """`(run(steps) -> last loss, parameter count)`: training steps on random ids.
+def make_step(workload, batches, batch, compile_model, dropout, bf16=True, seed=0):
+    """`(run(first, steps) -> last loss, parameter count)`: training steps on fresh batches.
 
     Args:
         workload: `"gpt2"` or `"transformer"` shape dict from `train_throughput`.
-        batch, length: the batch shape (source and target share `length`).
+        batches: the host (NumPy) arrays that the Keras runners also feed to `fit`:
+            `{"ids", "labels"}` for GPT-2, `{"source", "target", "labels"}` for the
+            Transformer, each `(steps * batch, length)`, batch after batch.
+        batch: rows per step.
         compile_model: whether to `torch.compile` the model.
         dropout: residual dropout rate (GPT-2 only; the Transformer uses 0.1).
         bf16: whether the steps run under bf16 autocast.
     """
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(seed)
+    first_array = next(iter(batches.values()))
+    length = first_array.shape[1]
     if workload["family"] == "gpt2":
         if dropout:
             raise ValueError("the plain PyTorch GPT-2 peer runs without dropout")
         model = GPT(workload["vocab"], workload["layers"], workload["d_model"],
                     workload["heads"], max(length, workload["max_length"]))
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=device == "cuda")
-        arguments = [torch.randint(1, workload["vocab"], (batch, length)) for _ in range(2)]
+        names = ("ids", "labels")
     else:
         model = Seq2Seq(workload["vocab"], workload["layers"], workload["d_model"],
                         workload["heads"], workload["d_ff"], dropout=0.1)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
                                      fused=device == "cuda")
-        arguments = [torch.randint(1, workload["vocab"], (batch, length)) for _ in range(3)]
+        names = ("source", "target", "labels")
     model = model.to(device)
     count = sum(p.numel() for p in model.parameters())
     forward = torch.compile(model) if compile_model else model
-    arguments = [a.to(device) for a in arguments]
+    # Pinned host copies, moved batch by batch as a DataLoader with pin_memory would:
+    # the same host-to-device traffic as Keras' fit on NumPy arrays.
+    host = [torch.from_numpy(batches[name]).long() for name in names]  # torch wants int64 labels
+    if device == "cuda":
+        host = [h.pin_memory() for h in host]
 
-    def step():
+    def step(index):
+        rows = slice(index * batch, (index + 1) * batch)
+        arguments = [h[rows].to(device, non_blocking=True) for h in host]
         with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
             loss = forward(*arguments)
         loss.backward()
@@ -120,9 +131,10 @@ def make_step(workload, batch, length, compile_model, dropout, bf16=True, seed=0
         optimizer.zero_grad(set_to_none=True)
         return loss
 
-    def synchronized(steps):
-        for _ in range(steps):
-            loss = step()
+    def run(first, steps):
+        """Trains on batches `first .. first + steps - 1`; the last loss."""
+        for index in range(first, first + steps):
+            loss = step(index)
         return float(loss.item())  # waits for the device
 
-    return synchronized, count
+    return run, count

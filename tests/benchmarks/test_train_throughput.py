@@ -7,11 +7,13 @@ them under one backend, `make test-all` under each.
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
 
 import keras
+import numpy as np
 import pytest
 
 from keras_transformer.models import preset_config
@@ -30,6 +32,36 @@ def test_flop_count_is_nanogpts_over_the_exact_weight_counts():
     base = train_throughput.SHAPES["transformer"][0]
     weights = preset_config("transformer_base", vocab_size=37000).count_params()
     assert train_throughput.flops_per_token(base, 128) == 6 * weights + 18 * 6 * 512 * 128
+
+
+def test_every_runner_gets_fresh_batches_and_plain_pytorch_trains_on_them():
+    """The peers must do the same work: a runner that saw one batch again and again would
+    memorize it (the plain-PyTorch loss once fell to 0.18 while ours stayed at log V)."""
+    pytest.importorskip("torch")
+    from peers import torch_models
+
+    shape = train_throughput.SHAPES["gpt2"][1]
+    steps, batch = 60, shape["batch"]
+    data = train_throughput.random_batches(shape, steps * batch, shape["length"])
+    assert set(data) == {"ids", "labels"}
+    assert data["ids"].shape == (steps * batch, shape["length"])
+    first, second = data["labels"][:batch], data["labels"][batch:2 * batch]
+    assert (first != second).mean() > 0.9  # every batch is new
+    # the same seed gives every runner the same arrays
+    again = train_throughput.random_batches(shape, steps * batch, shape["length"])
+    assert all((again[name] == data[name]).all() for name in data)
+
+    def final_loss(batches):
+        run, _ = torch_models.make_step(shape, batches, batch, compile_model=False,
+                                        dropout=0.0, bf16=False)
+        return run(0, steps)
+
+    uniform = math.log(shape["vocab"])
+    # fresh random labels cannot be learned: the loss stays near log V ...
+    assert final_loss(data) > 0.9 * uniform
+    # ... while one batch repeated is memorized, which is what the runner must not do
+    repeated = {name: np.tile(array[:batch], (steps, 1)) for name, array in data.items()}
+    assert final_loss(repeated) < 0.85 * uniform
 
 
 @pytest.mark.slow
