@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -259,8 +260,9 @@ def plan(options):
 
 
 def print_table(results, out=sys.stdout):
+    rounds = any(r.get("round") for r in results)  # a round column only when there are several
     header = f"{'workload':<13} {'runner':<10} {'backend':<10} {'tokens/s':>11} {'MFU':>6} " \
-             f"{'step ms':>9} {'compile s':>9} {'loss':>7}  jit"
+             f"{'step ms':>9} {'compile s':>9} {'loss':>7}  jit" + ("    round" if rounds else "")
     print(header, file=out)
     print("-" * len(header), file=out)
     for r in results:
@@ -270,24 +272,41 @@ def print_table(results, out=sys.stdout):
             continue
         print(f"{r['workload']:<13} {r['runner']:<10} {r['backend']:<10} "
               f"{r['tokens_per_s']:>11,.0f} {100 * r['mfu']:>5.1f}% {1e3 * r['step_s']:>9.1f} "
-              f"{r['compile_s']:>9.1f} {r['loss']:>7.3f}  {r['jit']}", file=out)
+              f"{r['compile_s']:>9.1f} {r['loss']:>7.3f}  {r['jit']:<5}"
+              + (f" {r.get('round', 0) + 1:>5}" if rounds else ""), file=out)
 
 
 def ratios(results):
-    """`(workload, backend, peer, ours / peer)` for every pair measured in this run."""
-    done = {(r["runner"], r["backend"], r["workload"]): r for r in results if r.get("ok")}
-    pairs = []
-    for (runner, backend, workload), ours in done.items():  # in the order they ran
+    """`(workload, backend, peer, [ours / peer of each round])` for every pair measured.
+
+    With `--rounds` every runner ran once per round, the rounds one after the other, so
+    each round's ratio compares runs made minutes apart rather than a whole run apart.
+    """
+    done = {(r.get("round", 0), r["runner"], r["backend"], r["workload"]): r
+            for r in results if r.get("ok")}
+    pairs = {}
+    for (round_, runner, backend, workload), ours in done.items():  # in the order they ran
         if runner != "ours":
             continue
         for peer_key, label in (
-            (("keras-hub", backend, workload), f"keras-hub[{backend}]"),
-            (("torch", "-", workload), "plain PyTorch"),
+            ((round_, "keras-hub", backend, workload), f"keras-hub[{backend}]"),
+            ((round_, "torch", "-", workload), "plain PyTorch"),
         ):
             if peer_key in done:
-                pairs.append((workload, backend, label,
-                              ours["tokens_per_s"] / done[peer_key]["tokens_per_s"]))
-    return pairs
+                ratio = ours["tokens_per_s"] / done[peer_key]["tokens_per_s"]
+                pairs.setdefault((workload, backend, label), []).append(ratio)
+    return [key + (values,) for key, values in pairs.items()]
+
+
+def print_ratios(results, out=sys.stdout):
+    """One line per pair: the median ratio, and with several rounds their range."""
+    for workload, backend, peer, values in ratios(results):
+        line = f"{workload:<13} {'ours[' + backend + ']':<16} / {peer:<22} = " \
+               f"{statistics.median(values):.2f}x"
+        if len(values) > 1:
+            line += f"  (median of {len(values)} rounds; range {min(values):.2f} to " \
+                    f"{max(values):.2f}x)"
+        print(line, file=out)
 
 
 def max_length_sweep(options):
@@ -323,6 +342,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps that compile")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed fits of --steps steps each; the fastest counts")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every runner this many times, round after round, and print "
+                             "each ratio's median and range (a busy machine drifts)")
     parser.add_argument("--batch", type=int, default=None, help="override the workload's batch")
     parser.add_argument("--precision", default=None,
                         help="Keras dtype policy (default mixed_bfloat16; tiny float32)")
@@ -361,21 +383,22 @@ def main():
     # tiny steps take milliseconds: longer fits keep Keras' per-fit setup out of the figure
     steps = options.steps if options.steps is not None else (200 if options.tiny else 20)
     results = []
-    for runner, backend, workload in plan(options):
-        shape = shape_of(WORKLOADS[workload][0], options.tiny)
-        batch = options.batch or shape["batch"]
-        results.append(launch(options, runner, backend, workload, batch, shape["length"],
-                              steps, options.warmup))
-        r = results[-1]
-        status = f"{r['tokens_per_s']:,.0f} tok/s" if r.get("ok") else "FAILED"
-        print(f"  {workload} {runner}[{r['backend']}]: {status} ({r['wall_s']:.0f} s)",
-              flush=True)
-        write_json(options.json, results)  # after every runner: a cut-off run keeps its figures
+    for round_ in range(options.rounds):
+        for runner, backend, workload in plan(options):
+            shape = shape_of(WORKLOADS[workload][0], options.tiny)
+            batch = options.batch or shape["batch"]
+            results.append(dict(launch(options, runner, backend, workload, batch,
+                                       shape["length"], steps, options.warmup), round=round_))
+            r = results[-1]
+            status = f"{r['tokens_per_s']:,.0f} tok/s" if r.get("ok") else "FAILED"
+            prefix = f"round {round_ + 1}: " if options.rounds > 1 else ""
+            print(f"  {prefix}{workload} {runner}[{r['backend']}]: {status} "
+                  f"({r['wall_s']:.0f} s)", flush=True)
+            write_json(options.json, results)  # after every runner: a cut-off run keeps them
     print()
     print_table(results)
     print()
-    for workload, backend, peer, ratio in ratios(results):
-        print(f"{workload:<13} {'ours[' + backend + ']':<16} / {peer:<22} = {ratio:.2f}x")
+    print_ratios(results)
     return 0 if all(r.get("ok") for r in results) else 1
 
 

@@ -6,6 +6,7 @@ The runs start a process per runner, so they are marked slow: `make test` runs
 them under one backend, `make test-all` under each.
 """
 
+import io
 import json
 import math
 import os
@@ -62,6 +63,28 @@ def test_every_runner_gets_fresh_batches_and_plain_pytorch_trains_on_them():
     # ... while one batch repeated is memorized, which is what the runner must not do
     repeated = {name: np.tile(array[:batch], (steps, 1)) for name, array in data.items()}
     assert final_loss(repeated) < 0.85 * uniform
+
+
+def test_ratios_pair_runs_of_the_same_round_and_report_median_and_range():
+    def result(round_, runner, backend, tokens_per_s, workload="gpt2"):
+        return dict(ok=True, round=round_, runner=runner, backend=backend, workload=workload,
+                    tokens_per_s=tokens_per_s)
+
+    results = [
+        result(0, "ours", "jax", 110), result(0, "keras-hub", "jax", 100),
+        result(0, "torch", "-", 220),
+        result(1, "ours", "jax", 90), result(1, "keras-hub", "jax", 100),
+        result(1, "torch", "-", 90),
+        result(2, "ours", "jax", 120), result(2, "keras-hub", "jax", 100),
+        dict(ok=False, round=2, runner="torch", backend="-", workload="gpt2"),  # failed
+    ]
+    pairs = {(w, b, peer): values for w, b, peer, values in train_throughput.ratios(results)}
+    assert pairs[("gpt2", "jax", "keras-hub[jax]")] == pytest.approx([1.1, 0.9, 1.2])
+    assert pairs[("gpt2", "jax", "plain PyTorch")] == pytest.approx([0.5, 1.0])
+    out = io.StringIO()
+    train_throughput.print_ratios(results, out=out)
+    assert "keras-hub[jax]         = 1.10x  (median of 3 rounds; range 0.90 to 1.20x)" in (
+        out.getvalue())
 
 
 @pytest.mark.slow

@@ -1,10 +1,23 @@
 """Reference computations for the generation tests: full forward passes, exhaustive search,
 and a beam search written as plainly as possible over full forward passes."""
 
+import keras
 import numpy as np
 from keras import ops
 
 START, PAD = 1, 0
+
+
+def full_pass(model, inputs):
+    """`model(inputs, training=False)` as a NumPy array: one full forward pass.
+
+    Under JAX it runs compiled (`predict_on_batch`, one XLA program per input shape):
+    run eagerly, every op would compile again for every new shape, and the references
+    run the model at many lengths. The other backends run it eagerly.
+    """
+    if keras.backend.backend() == "jax":
+        return np.asarray(model.predict_on_batch(inputs))
+    return ops.convert_to_numpy(model(inputs, training=False))
 
 
 def full_pass_greedy_decoder_only(model, prompt, new_tokens, stop_ids=(), fill=PAD):
@@ -15,7 +28,7 @@ def full_pass_greedy_decoder_only(model, prompt, new_tokens, stop_ids=(), fill=P
         if stopped:
             sequence.append(fill)
             continue
-        logits = ops.convert_to_numpy(model(np.array([sequence]), training=False))[0, -1]
+        logits = full_pass(model, np.array([sequence]))[0, -1]
         if pad_id is not None and pad_id not in stop_ids:
             logits[pad_id] = -np.inf
         sequence.append(int(np.argmax(logits)))
@@ -35,7 +48,7 @@ def decoder_only_next(model, prompt, forbidden=()):
 
     def next_log_probs(prefixes):
         ids = np.array([list(prompt) + list(p) for p in prefixes], "int32")
-        return _log_softmax(ops.convert_to_numpy(model(ids, training=False))[:, -1], forbidden)
+        return _log_softmax(full_pass(model, ids)[:, -1], forbidden)
 
     return next_log_probs
 
@@ -46,8 +59,8 @@ def encoder_decoder_next(model, source, start, forbidden=()):
     def next_log_probs(prefixes):
         target = np.array([[start] + list(p) for p in prefixes], "int32")
         sources = np.repeat(np.asarray(source, "int32")[None], len(prefixes), axis=0)
-        logits = model({"source": sources, "target": target}, training=False)
-        return _log_softmax(ops.convert_to_numpy(logits)[:, -1], forbidden)
+        logits = full_pass(model, {"source": sources, "target": target})
+        return _log_softmax(logits[:, -1], forbidden)
 
     return next_log_probs
 
