@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --no-compile "torch==2.13.0"
-	$(PY) -m pip install -q --no-compile -e ".[tensorflow,jax,torch,test,examples,docs]"
+	$(PY) -m pip install -q --no-compile -e ".[all]"
 	touch $(STAMP)
 
 # One pytest run per backend; fails if any backend fails. Tests marked slow

@@ -16,10 +16,9 @@ import contextlib
 import os
 import sys
 
-import polib
-
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
+from keras_transformer.optional_dependencies import require
 from keras_transformer.tasks.translation import Translation
 
 PROG = "keras-transformer"
@@ -179,7 +178,7 @@ def _check_paths(source, output):
 
 def _read_catalog(path):
     try:
-        return polib.pofile(path)
+        return require("polib", "keras-transformer translate-po").pofile(path)
     except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
         raise CommandError(
             f"cannot read the catalog {path}: {_one_line(error)}; "

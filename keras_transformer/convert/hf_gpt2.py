@@ -26,6 +26,7 @@ import re
 import numpy as np
 
 from keras_transformer.convert import _common
+from keras_transformer.optional_dependencies import require
 from keras_transformer.models.decoder_only import DecoderOnly
 
 # Hugging Face `activation_function` -> our `activation`. GPT-2's "gelu_new" is
@@ -82,9 +83,7 @@ def _name_table(model, prefix):
 
 
 def _load_safetensors(path):
-    from safetensors.numpy import load_file  # lazy: an optional dependency
-
-    return load_file(path)
+    return require("safetensors.numpy", "reading a .safetensors checkpoint").load_file(path)
 
 
 def _read_json(path, what):
@@ -411,14 +410,13 @@ def save_hf_gpt2(model, directory):
     >>> from_hf_gpt2(path).count_params() == gpt.count_params()  # reads config.json too
     True
     """
-    from safetensors.numpy import save_file  # lazy: an optional dependency
-
+    safetensors = require("safetensors.numpy", "save_hf_gpt2")
     directory = _common.check_path(directory, "`directory`")
     config = hf_gpt2_config(model)
     state = hf_gpt2_state_dict(model)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "model.safetensors")
-    save_file(state, path, metadata={"format": "pt"})  # transformers requires the format
+    safetensors.save_file(state, path, metadata={"format": "pt"})  # transformers requires the format
     with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as file:
         json.dump(config, file, indent=2)
     return path

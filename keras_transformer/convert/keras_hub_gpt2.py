@@ -23,13 +23,14 @@ import os
 import numpy as np
 
 from keras_transformer.convert import _common
+from keras_transformer.optional_dependencies import require
 from keras_transformer.models.decoder_only import DecoderOnly
 
 _WHAT = "keras-hub GPT2Backbone"
 
 
 def _backbone(source):
-    import keras_hub  # lazy: only this converter needs it
+    keras_hub = require("keras_hub", "from_keras_hub_gpt2")
 
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)

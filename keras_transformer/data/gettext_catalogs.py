@@ -6,9 +6,8 @@ and, in source trees and some Python packages, their text form `.po`. Each
 entry pairs an English message (`msgid`) with its translation (`msgstr`): real,
 human-made parallel text that is already on the machine.
 
-This module reads both formats with a small parser of its own (so plural
-forms, message contexts, any declared charset and broken files are handled
-the same way everywhere), and splits the pairs into train/validation/test by a
+This module reads both formats with polib (plural forms, message contexts, the
+charset a catalog declares; a broken file is a `CatalogError`), and splits the pairs into train/validation/test by a
 hash of the English text, so a message never lands in two splits.
 """
 
@@ -22,6 +21,7 @@ import sys
 import warnings
 
 from keras_transformer import validation
+from keras_transformer.optional_dependencies import require
 
 DEFAULT_DIRECTORIES = (
     "/usr/share/locale",
@@ -31,9 +31,6 @@ DEFAULT_DIRECTORIES = (
 )
 """Where `load_gettext_pairs` looks for `<lang>/LC_MESSAGES/*.mo` by default."""
 
-_MO_MAGIC = {b"\xde\x12\x04\x95": "<", b"\x95\x04\x12\xde": ">"}
-_CONTEXT_SEPARATOR = "\x04"  # msgctxt EOT msgid, in .mo keys
-_CHARSET = re.compile(r"charset\s*=\s*([-\w.:]+)", re.IGNORECASE)
 
 
 class CatalogError(ValueError):
@@ -72,136 +69,50 @@ class Message:
         return [(source, target) for source, target in found if source and target]
 
 
-def _charset(header):
-    match = _CHARSET.search(header)
-    charset = match.group(1) if match else "utf-8"
-    return "utf-8" if charset.upper() == "CHARSET" else charset  # template placeholder
+_MO_MAGIC = {b"\xde\x12\x04\x95": "<", b"\x95\x04\x12\xde": ">"}
 
 
-def read_mo(path):
-    """Parses a binary `.mo` catalog into `Message`s (the header entry excluded).
+def _check_mo_tables(path):
+    """Raises CatalogError if a `.mo` string table points outside the file.
 
-    Raises:
-        CatalogError: the file is not a well-formed `.mo` catalog.
+    polib reads such a file without a word (Python slices past the end give
+    empty strings, so entries silently turn into headers); the test of a
+    corrupt offset shows it, so this check stays ours.
     """
     with open(path, "rb") as f:
         data = f.read()
     order = _MO_MAGIC.get(data[:4])
     if order is None:
-        raise CatalogError(f"{path}: not a .mo file (bad magic number).")
+        return  # polib reports the bad magic number itself
     try:
-        _, count, originals, translations = struct.unpack(order + "4I", data[4:20])
-        raw = []
-        for i in range(count):
-            entries = []
-            for table in (originals, translations):
+        _, count, originals, translations = struct.unpack_from(order + "4I", data, 4)
+        for table in (originals, translations):
+            for i in range(count):
                 length, offset = struct.unpack_from(order + "2I", data, table + 8 * i)
                 if offset + length > len(data):
-                    raise CatalogError(f"{path}: entry {i} points past the end of the file.")
-                entries.append(data[offset:offset + length])
-            raw.append(entries)
+                    raise CatalogError(
+                        f"{path}: entry {i} points past the end of the file.")
     except struct.error as error:
         raise CatalogError(f"{path}: truncated .mo file ({error}).") from None
-    charset = "utf-8"
-    for key, value in raw:
-        if key == b"":
-            charset = _charset(value.decode("ascii", "replace"))
+
+
+def _messages(entries):
+    """`Message`s of polib entries: the header and obsolete (`#~`) entries left out."""
     messages = []
-    for key, value in raw:
-        if key == b"":
+    for entry in entries:
+        if entry.obsolete or entry.msgid == "":
             continue
-        try:
-            key, value = key.decode(charset), value.decode(charset)
-        except (UnicodeDecodeError, LookupError) as error:
-            raise CatalogError(f"{path}: cannot decode as {charset!r} ({error}).") from None
-        context = None
-        if _CONTEXT_SEPARATOR in key:
-            context, key = key.split(_CONTEXT_SEPARATOR, 1)
-        source, _, plural = key.partition("\x00")
-        messages.append(Message(
-            source=source,
-            translations=tuple(value.split("\x00")),
-            plural=plural if "\x00" in key else None,
-            context=context,
-        ))
-    return messages
-
-
-_PO_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a",
-               "b": "\b", "f": "\f", "v": "\v"}
-_PO_KEYWORD = re.compile(r'^(msgctxt|msgid_plural|msgid|msgstr(?:\[(\d+)\])?)\s+"(.*)"\s*$')
-_PO_CONTINUATION = re.compile(r'^"(.*)"\s*$')
-
-
-def _unescape(text):
-    return re.sub(r"\\(.)", lambda m: _PO_ESCAPES.get(m.group(1), m.group(1)), text)
-
-
-def _po_entries(lines, path):
-    """Yields each entry of a `.po` file as (fields dict, fuzzy flag)."""
-    fields, fuzzy, current = {}, False, None
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or (line.startswith("#") and not line.startswith("#,")):
-            if not line and fields:
-                yield fields, fuzzy
-                fields, fuzzy, current = {}, False, None
-            continue  # comments, references, obsolete (#~) entries
-        if line.startswith("#,"):
-            if fields:
-                yield fields, fuzzy
-                fields, current = {}, None
-            fuzzy = "fuzzy" in line
-            continue
-        keyword = _PO_KEYWORD.match(line)
-        continuation = _PO_CONTINUATION.match(line)
-        if keyword:
-            name, index, text = keyword.groups()
-            if name in ("msgctxt", "msgid") and "msgstr" in fields:
-                yield fields, fuzzy  # a new entry without a blank line between
-                fields, fuzzy = {}, False
-            current = ("msgstr", int(index)) if index is not None else name
-            fields[current] = _unescape(text)
-        elif continuation and current is not None:
-            fields[current] += _unescape(continuation.group(1))
+        if entry.msgid_plural:
+            forms = entry.msgstr_plural
+            translations = tuple(forms[index] for index in sorted(forms)) or ("",)
         else:
-            raise CatalogError(f"{path}:{number}: cannot parse {line[:60]!r}.")
-    if fields:
-        yield fields, fuzzy
-
-
-def read_po(path):
-    """Parses a text `.po` catalog into `Message`s (the header entry excluded).
-
-    Obsolete (`#~`) entries are skipped; fuzzy ones are kept with
-    `fuzzy=True`. The file is decoded with the charset its header declares.
-
-    Raises:
-        CatalogError: a line is not valid `.po` syntax or cannot be decoded.
-    """
-    with open(path, "rb") as f:
-        data = f.read()
-    header = data[:4096].decode("ascii", "replace")
-    charset = _charset(header)
-    try:
-        text = data.decode(charset)
-    except (UnicodeDecodeError, LookupError) as error:
-        raise CatalogError(f"{path}: cannot decode as {charset!r} ({error}).") from None
-    messages = []
-    for fields, fuzzy in _po_entries(text.lstrip("\ufeff").splitlines(), path):
-        if "msgid" not in fields or fields["msgid"] == "":
-            continue  # the header entry, or a stray msgctxt
-        if "msgid_plural" in fields:
-            forms = sorted(k[1] for k in fields if isinstance(k, tuple))
-            translations = tuple(fields[("msgstr", i)] for i in forms)
-        else:
-            translations = (fields.get("msgstr", ""),)
+            translations = (entry.msgstr,)
         messages.append(Message(
-            source=fields["msgid"],
-            translations=translations or ("",),
-            plural=fields.get("msgid_plural"),
-            context=fields.get("msgctxt"),
-            fuzzy=fuzzy,
+            source=entry.msgid,
+            translations=translations,
+            plural=entry.msgid_plural or None,
+            context=entry.msgctxt,
+            fuzzy="fuzzy" in entry.flags,
         ))
     return messages
 
@@ -226,11 +137,24 @@ def read_catalog(path):
     >>> read_catalog(path)[0].pairs()
     [('Open file', 'Datei öffnen')]
     """
-    if str(path).endswith(".mo"):
-        return read_mo(path)
-    if str(path).endswith(".po"):
-        return read_po(path)
-    raise CatalogError(f"{path}: expected a .mo or .po file.")
+    polib = require("polib", "read_catalog")
+    path = str(path)
+    if path.endswith(".mo"):
+        _check_mo_tables(path)
+        read = polib.mofile
+    elif path.endswith(".po"):
+        read = polib.pofile
+    else:
+        raise CatalogError(f"{path}: expected a .mo or .po file.")
+    try:
+        # the charset the catalog's header declares (polib reads it); a bad one is an error
+        return _messages(read(path, check_for_duplicates=False))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, LookupError, struct.error, IndexError) as error:
+        # polib reports a broken file as IOError (bad magic, bad syntax), a decoding error,
+        # an unknown charset or a struct error (truncated tables)
+        raise CatalogError(f"{path}: not a readable catalog ({error}).") from None
 
 
 def find_catalogs(language, directories=DEFAULT_DIRECTORIES):

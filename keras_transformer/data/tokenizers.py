@@ -15,6 +15,7 @@ import io
 import os
 
 from keras_transformer import validation
+from keras_transformer.optional_dependencies import require
 from keras_transformer.special_tokens import END_ID  # noqa: F401 (re-exported)
 from keras_transformer.special_tokens import PAD_ID
 from keras_transformer.special_tokens import START_ID
@@ -61,8 +62,8 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
     validation.check_choice("model_type", model_type, ("unigram", "bpe"))
     validation.check_bool("keep_whitespace", keep_whitespace)
     validation.check_bool("placeholder_slots", placeholder_slots)
-    import sentencepiece
-    from keras_hub.tokenizers import SentencePieceTokenizer
+    sentencepiece = require("sentencepiece", "train_sentencepiece")
+    tokenizers = require("keras_hub.tokenizers", "train_sentencepiece")
 
     options = dict(
         model_type=model_type,
@@ -95,7 +96,7 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(list(texts)), model_writer=writer, **options
     )
-    return SentencePieceTokenizer(proto=writer.getvalue())
+    return tokenizers.SentencePieceTokenizer(proto=writer.getvalue())
 
 
 def save_tokenizer(tokenizer, folder):
@@ -147,11 +148,10 @@ def load_tokenizer(path):
     ...
     FileNotFoundError: No SentencePiece model at '/nonexistent'.
     """
-    from keras_hub.tokenizers import SentencePieceTokenizer
-
+    tokenizers = require("keras_hub.tokenizers", "load_tokenizer")
     if os.path.isdir(path):
         path = os.path.join(path, TOKENIZER_FILENAME)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No SentencePiece model at {path!r}.")
     with open(path, "rb") as f:
-        return SentencePieceTokenizer(proto=f.read())
+        return tokenizers.SentencePieceTokenizer(proto=f.read())

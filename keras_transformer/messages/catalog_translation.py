@@ -25,9 +25,8 @@ import os
 import re
 import secrets
 
-import polib
-
 from keras_transformer.messages.placeholders import matches
+from keras_transformer.optional_dependencies import require
 
 _GETTEXT_ONE = "nplurals=1; plural=0;"
 _GETTEXT_TWO = "nplurals=2; plural=(n != 1);"
@@ -374,7 +373,7 @@ def _settle_charset(catalog, filled):
 
 
 def _check_arguments(catalog, beam_size):
-    if not isinstance(catalog, polib.POFile):
+    if not isinstance(catalog, require("polib", "translate_catalog").POFile):
         raise TypeError(f"catalog must be a polib.POFile, got {type(catalog).__name__}.")
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a whole number >= 1, got {beam_size!r}.")

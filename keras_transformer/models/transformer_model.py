@@ -9,6 +9,8 @@ from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
 from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
 from keras_transformer.models import presets
+from keras_transformer.training.schedule_from_fit import ScheduleFromFit
+from keras_transformer.training.schedule_from_fit import unsized_schedule
 
 
 def constructor_arguments(local_variables):
@@ -211,6 +213,23 @@ class TransformerModel(keras.Model):
             metrics=recipe["metrics"] if _is_auto(metrics) else metrics,
             **kwargs,
         )
+
+    def fit(self, *args, callbacks=None, **kwargs):
+        """`keras.Model.fit`; a schedule compiled without `total_steps` is sized here.
+
+        With the GPT recipe's default (`gpt_optimizer(total_steps=None)`) the
+        cosine runs over this call's `epochs * steps_per_epoch` steps; data of
+        unknown length then needs `steps_per_epoch` (a clear ValueError says so).
+
+        Args:
+            *args: `keras.Model.fit`'s positional arguments.
+            callbacks: `keras.Model.fit`'s callbacks.
+            **kwargs: any other `keras.Model.fit` argument.
+        """
+        schedule = unsized_schedule(getattr(self, "optimizer", None))
+        if schedule is not None:
+            callbacks = [*(callbacks or []), ScheduleFromFit(schedule)]
+        return super().fit(*args, callbacks=callbacks, **kwargs)
 
     def compile_from_config(self, config):
         # Restores the compiled state of a saved model through our compile().

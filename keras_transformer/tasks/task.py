@@ -10,6 +10,8 @@ file as an asset and `keras.saving.load_model("x.keras")` (also with
 import keras
 import numpy as np
 
+from keras_transformer.optional_dependencies import require
+
 
 def _text(value):
     """A detokenized value as a Python string (keras-hub returns str, bytes or a tensor)."""
@@ -124,6 +126,10 @@ class TextTask(keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        module = str(config["tokenizer"].get("module", "")) if isinstance(
+            config["tokenizer"], dict) else ""
+        if module.startswith("keras_hub"):  # its classes register when keras-hub is imported
+            require("keras_hub", f"loading a {cls.__name__} (its keras-hub tokenizer)")
         for key in ("model", "tokenizer"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_transformer.training.decay_masked_adamw import DecayMaskedAdamW
 from keras_transformer.training.inverse_sqrt_schedule import InverseSqrtSchedule
 from keras_transformer.training.label_smoothed_cross_entropy import LabelSmoothedCrossEntropy
 from keras_transformer.training.token_metrics import MaskedAccuracy
@@ -31,16 +32,22 @@ def paper_optimizer(d_model, warmup=4000, scale=1.0):
 
 
 def gpt_optimizer(
-    peak_learning_rate=6e-4, warmup_steps=2000, total_steps=100_000, weight_decay=0.1
+    peak_learning_rate=6e-4, warmup_steps=None, total_steps=None, weight_decay=0.1
 ):
     """GPT-2/GPT-3 style AdamW: betas (0.9, 0.95), warmup + cosine to 10%, clip 1.0.
 
-    Biases, LayerNorm parameters and position tables are not decayed.
+    Biases, LayerNorm parameters and position tables are not decayed
+    (`DecayMaskedAdamW`, whose exclusions survive saving and loading).
 
     Args:
         peak_learning_rate: rate at the end of the warmup (GPT-2 small: 6e-4).
-        warmup_steps: linear warmup length.
-        total_steps: step at which the cosine reaches 10% of the peak.
+        warmup_steps: linear warmup length, or None for `min(2000,
+            total_steps // 10)`.
+        total_steps: step at which the cosine reaches 10% of the peak, or None
+            to take it from `fit`: `epochs * steps_per_epoch`, known when the
+            data has a length (arrays, a `PyDataset`, a finite `tf.data`
+            pipeline, or `steps_per_epoch`). Data of unknown length with no
+            `total_steps` raises a ValueError in `fit`; nothing is assumed.
         weight_decay: decoupled weight decay on the matrices.
 
     Example:
@@ -48,7 +55,7 @@ def gpt_optimizer(
     >>> optimizer.beta_2, optimizer.weight_decay
     (0.95, 0.1)
     """
-    optimizer = keras.optimizers.AdamW(
+    return DecayMaskedAdamW(
         learning_rate=WarmupCosineSchedule(peak_learning_rate, warmup_steps, total_steps),
         beta_1=0.9,
         beta_2=0.95,
@@ -56,8 +63,6 @@ def gpt_optimizer(
         weight_decay=weight_decay,
         global_clipnorm=1.0,
     )
-    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta", "table"])
-    return optimizer
 
 
 def token_metrics(pad_id):
@@ -107,7 +112,7 @@ def gpt_recipe(config):
     >>> from keras_transformer.models import preset_config
     >>> recipe = gpt_recipe(preset_config("gpt2_small"))
     >>> type(recipe["optimizer"]).__name__, recipe["loss"].label_smoothing
-    ('AdamW', 0.0)
+    ('DecayMaskedAdamW', 0.0)
     """
     return dict(
         optimizer=gpt_optimizer(),

@@ -1,5 +1,6 @@
 """The gettext loader: system catalogs, .mo/.po parsing, broken files, the hash split."""
 
+import gettext
 import struct
 
 import pytest
@@ -134,6 +135,39 @@ def test_big_endian_mo(tmp_path):
         struct.pack_into(">I", raw, 4 * i, value)
     path.write_bytes(bytes(raw))
     assert data.load_gettext_pairs(paths=[str(path)]) == [("Open", "Öffnen")]
+
+
+def test_system_catalogs_read_as_the_standard_library_reads_them():
+    """polib (through `read_catalog`) against an independent reader, Python's own
+    `gettext.GNUTranslations`, on every German catalog of the machine."""
+    paths = data.find_catalogs("de")
+    assert paths
+    compared, stdlib_fails = 0, []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                stdlib = gettext.GNUTranslations(f)._catalog
+        except UnicodeDecodeError:
+            # the standard library decodes a latin-1 header's lines as UTF-8 before it
+            # reads the charset (net-tools): ours must still read the file
+            stdlib_fails.append(path)
+            assert data.read_catalog(path), path
+            continue
+        for message in data.read_catalog(path):
+            key = message.source if message.context is None else (
+                f"{message.context}\x04{message.source}")
+            if message.plural is None:
+                assert stdlib[key] == message.translations[0], (path, key)
+            else:
+                assert [stdlib[(key, i)] for i in range(len(message.translations))] == list(
+                    message.translations), (path, key)
+            compared += 1
+        # nothing the standard library reads is missing (its header entry aside)
+        singular = {k if isinstance(k, str) else k[0] for k in stdlib} - {""}
+        read = {m.source if m.context is None else f"{m.context}\x04{m.source}"
+                for m in data.read_catalog(path)}
+        assert singular == read, path
+    assert compared > 30_000 and len(stdlib_fails) <= 2, stdlib_fails
 
 
 @pytest.mark.parametrize("extension", ["mo", "po"])

@@ -69,3 +69,29 @@ def test_bad_schedule_arguments():
         InverseSqrtSchedule(d_model=-1)
     with pytest.raises(ValueError, match="total_steps"):
         WarmupCosineSchedule(1e-3, warmup_steps=10, total_steps=5)
+
+
+def test_keras_cosine_decay_is_ours_one_step_later():
+    """Why ours is kept: Keras' CosineDecay with warmup spends the first update at rate 0
+    (it counts steps from 0); otherwise its curve is ours, one step later."""
+    ours = WarmupCosineSchedule(6e-4, warmup_steps=10, total_steps=110, final_fraction=0.1)
+    keras_schedule = keras.optimizers.schedules.CosineDecay(
+        0.0, decay_steps=100, alpha=0.1, warmup_target=6e-4, warmup_steps=10
+    )
+    assert float(keras_schedule(0)) == 0.0 and float(ours(0)) > 0
+    for iterations in range(0, 130):
+        assert float(keras_schedule(iterations + 1)) == pytest.approx(
+            float(ours(iterations)), rel=1e-6, abs=1e-12)
+
+
+def test_unsized_schedule_takes_its_length_once_and_a_tenth_as_warmup():
+    schedule = WarmupCosineSchedule(1.0)
+    with pytest.raises(ValueError, match="no `total_steps` yet"):
+        schedule(0)
+    assert schedule.resolve(50).total_steps == 50 and schedule.warmup_steps == 5
+    assert schedule.resolve(50) is schedule  # the same length again is fine
+    with pytest.raises(ValueError, match="already runs 50 steps"):
+        schedule.resolve(60)
+    assert WarmupCosineSchedule(1.0, total_steps=10**6).warmup_steps == 2000
+    restored = WarmupCosineSchedule.from_config(schedule.get_config())
+    assert (restored.warmup_steps, restored.total_steps) == (5, 50)

@@ -1,0 +1,77 @@
+"""The GPT recipe across saving: the decay mask and the schedule's length survive a reload."""
+
+import keras
+import numpy as np
+import pytest
+
+import keras_transformer as kt
+from keras_transformer.training import DecayMaskedAdamW
+from keras_transformer.training import WarmupCosineSchedule
+
+ROWS, BATCH, EPOCHS = 32, 8, 2  # 4 steps per epoch
+
+
+def _model():
+    return kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=50, max_length=16, dropout=0.0)
+
+
+def _data():
+    ids = np.random.default_rng(0).integers(1, 50, size=(ROWS, 9)).astype("int32")
+    return ids[:, :-1], ids[:, 1:]
+
+
+class _StopAfterFirstEpoch(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.stop_training = True
+
+
+def test_reloaded_model_continues_as_an_uninterrupted_run(tmp_path):
+    x, y = _data()
+    keras.utils.set_random_seed(3)
+    uninterrupted = _model()
+    interrupted = _model()
+    interrupted.set_weights(uninterrupted.get_weights())
+    fit = dict(batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+
+    uninterrupted.compile()  # the GPT recipe: no total_steps, fit gives it
+    uninterrupted.fit(x, y, **fit)
+
+    interrupted.compile()
+    interrupted.fit(x, y, callbacks=[_StopAfterFirstEpoch()], **fit)
+    path = tmp_path / "gpt.keras"
+    interrupted.save(path)
+    reloaded = keras.saving.load_model(path)
+    schedule = reloaded.optimizer._learning_rate
+    assert isinstance(reloaded.optimizer, DecayMaskedAdamW)
+    assert isinstance(schedule, WarmupCosineSchedule)
+    # sized by the first fit: epochs * steps per epoch, a tenth of it as warmup
+    assert (schedule.total_steps, schedule.warmup_steps) == (EPOCHS * ROWS // BATCH, 1)
+    decayed = {v.path: reloaded.optimizer._use_weight_decay(v)
+               for v in reloaded.trainable_variables}
+    assert not any(decayed[p] for p in decayed if p.endswith(("bias", "gamma", "beta", "table")))
+    assert any(decayed.values())
+    reloaded.fit(x, y, initial_epoch=1, **fit)
+
+    assert int(reloaded.optimizer.iterations) == int(uninterrupted.optimizer.iterations) == 8
+    for a, b in zip(reloaded.get_weights(), uninterrupted.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+
+def test_data_of_unknown_length_needs_a_length():
+    x, y = _data()
+
+    def endless():
+        while True:
+            yield x[:BATCH], y[:BATCH]
+
+    model = _model()
+    model.compile()
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        model.fit(endless(), epochs=1, verbose=0)
+    model.fit(endless(), epochs=1, steps_per_epoch=3, verbose=0)
+    assert model.optimizer._learning_rate.total_steps == 3
+
+
+def test_no_decay_is_checked():
+    with pytest.raises(ValueError, match="no_decay"):
+        DecayMaskedAdamW(no_decay="bias")
