@@ -14,7 +14,6 @@ between machines; the ratios printed at the end are what to compare):
 """
 
 import argparse
-import json
 import time
 
 import keras
@@ -23,6 +22,7 @@ from keras import ops
 
 import keras_transformer as kt
 from keras_transformer.generation.compiled import CompiledLoop
+from train_throughput import write_json
 
 
 def timed(fn, repeats):
@@ -151,9 +151,7 @@ def main():
             rows.append(dict(backend=keras.backend.backend(), dtype=dtype, batch=batch,
                              prompt=prompt, new=new, runner=name, seconds=seconds,
                              tokens_per_s=speed[name]))
-            if args.json:
-                with open(args.json, "w") as f:
-                    json.dump(rows, f, indent=1)
+            write_json(args.json, rows)  # after every timing: a cut-off run keeps them
         for peer in ("ours-uncached", "keras-hub", "hf"):
             if peer in speed:
                 print(f"  batch={batch:<3} ours-cached / {peer}: {speed['ours-cached'] / speed[peer]:.2f}x")

@@ -10,14 +10,15 @@
 #   5 maxlen       the longest GPT-2 small sequence that trains at batch 1, ours vs keras-hub
 #   6 translate    transformer_base on the gettext pairs (bf16), its BLEU next to the CPU demo's
 #
-#   bash benchmarks/gpu_suite.sh results/                       # every part, 15-minute budget
+#   bash benchmarks/gpu_suite.sh results/                       # every part, 14-minute budget
 #   PARTS="jax-gpt2 torch-gpt2 transformer" BUDGET=540 bash benchmarks/gpu_suite.sh results/
 #   PARTS="decode maxlen translate" BUDGET=540 bash benchmarks/gpu_suite.sh results/
 #
 # BUDGET (seconds, default 840) is the time the whole call may take: a part starts only if its
-# estimate (the seconds after its name in ESTIMATES, a guess until a first run replaces it) fits
-# in what is left, and the translation run trains for what remains of its 6 minutes. Split the
-# parts over two calls, as above, where one command may not run for 15 minutes.
+# estimate (ESTIMATES below: guesses; times.txt records what each part took, to correct them)
+# fits in what is left, runs under `timeout` for what is left, and the translation run trains
+# for what remains of its 6 minutes. Split the parts over two calls, as above, to keep each
+# command under 10 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-benchmark-results}
@@ -27,15 +28,18 @@ python=${PYTHON:-python}
 declare -A ESTIMATES=([jax-gpt2]=240 [torch-gpt2]=200 [transformer]=120 [decode]=150
                       [maxlen]=150 [translate]=300)
 export PYTHONUNBUFFERED=1
+for part in $parts; do
+  if [ -z "${ESTIMATES[$part]:-}" ]; then echo "unknown part $part (${!ESTIMATES[*]})"; exit 2; fi
+done
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 # Short fits: compiling dominates a GPU runner's time, and the fastest of two 10-step fits of
 # GPT-2 small (about a second each) is already steady.
 train=(benchmarks/train_throughput.py --steps 10 --repeats 2 --timeout 240)
 status=0
+remaining() { local r=$((budget - SECONDS)); echo $(( r > 1 ? r : 1 )); }  # for timeout
 for part in $parts; do
-  estimate=${ESTIMATES[$part]:-}
-  if [ -z "$estimate" ]; then echo "unknown part $part (${!ESTIMATES[*]})"; exit 2; fi
+  estimate=${ESTIMATES[$part]}
   left=$((budget - SECONDS))
   if [ "$left" -lt "$estimate" ]; then
     echo "=== $part skipped: ${left} s left of ${budget}, it needs about ${estimate} s" \
@@ -46,34 +50,45 @@ for part in $parts; do
   started=$SECONDS
   case $part in
     jax-gpt2)
-      $python "${train[@]}" --backends jax --peers keras-hub,torch --workloads gpt2,gpt2-dropout \
+      timeout "$(remaining)" $python "${train[@]}" --backends jax --peers keras-hub,torch \
+        --workloads gpt2,gpt2-dropout \
         --json "$out/1_jax_gpt2.json" | tee "$out/1_jax_gpt2.txt" || status=1 ;;
     torch-gpt2)
-      $python "${train[@]}" --backends torch --peers keras-hub --workloads gpt2,gpt2-dropout \
+      timeout "$(remaining)" $python "${train[@]}" --backends torch --peers keras-hub \
+        --workloads gpt2,gpt2-dropout \
         --json "$out/2_torch_gpt2.json" | tee "$out/2_torch_gpt2.txt" || status=1 ;;
     transformer)
-      $python "${train[@]}" --backends jax --peers torch --workloads transformer \
+      timeout "$(remaining)" $python "${train[@]}" --backends jax --peers torch --workloads transformer \
         --json "$out/3_transformer.json" | tee "$out/3_transformer.txt" || status=1 ;;
     decode)
-      KERAS_BACKEND=jax $python benchmarks/decode.py --repeats 2 --skip uncached hf \
+      KERAS_BACKEND=jax timeout "$(remaining)" $python benchmarks/decode.py --repeats 2 \
+        --skip uncached hf \
         --json "$out/4_decode_jax.json" | tee "$out/4_decode_jax.txt" || status=1
-      KERAS_BACKEND=torch $python benchmarks/decode.py --repeats 2 --skip uncached keras-hub \
+      KERAS_BACKEND=torch timeout "$(remaining)" $python benchmarks/decode.py --repeats 2 \
+        --skip uncached keras-hub \
         --json "$out/4_decode_torch.json" | tee "$out/4_decode_torch.txt" || status=1 ;;
     maxlen)
-      $python benchmarks/train_throughput.py --backends jax --timeout 120 \
+      timeout "$(remaining)" $python benchmarks/train_throughput.py --backends jax --timeout 120 \
         --max-length-sweep "${LENGTHS:-16384,32768,65536}" --json "$out/5_maxlen.json" \
         | tee "$out/5_maxlen.txt" || status=1 ;;
     translate)
-      # needs TensorFlow (the tf.data pipeline and keras-hub's SentencePiece tokenizer) and the
-      # system's German gettext catalogs
-      if ! $python -c "import tensorflow, keras_transformer.data as d; assert d.find_catalogs('de')" \
+      # needs TensorFlow (the tf.data pipeline), keras-hub, sentencepiece, polib, sacreBLEU
+      # and the system's German gettext catalogs
+      if ! $python -c "import tensorflow, keras_hub, sentencepiece, polib, sacrebleu
+import keras_transformer.data as d; assert d.find_catalogs('de')" \
           >/dev/null 2>&1; then
-        echo "=== translate skipped: needs TensorFlow and German gettext catalogs" \
+        echo "=== translate skipped: needs the text and examples extras, TensorFlow and" \
+          "German gettext catalogs" \
           | tee -a "$out/skipped.txt"; continue
       fi
-      # what is left of the budget, less 2 minutes for evaluation, at most the issue's 6
+      # what is left of the budget, less 2 minutes for evaluation, at most 6
       minutes=$(( (budget - SECONDS - 120) / 60 )); minutes=$(( minutes > 6 ? 6 : minutes ))
-      KERAS_BACKEND=jax $python examples/translate.py --preset transformer_base --mixed-precision \
+      if [ "$minutes" -lt 1 ]; then
+        echo "=== translate skipped: under a minute of training left" | tee -a "$out/skipped.txt"
+        continue
+      fi
+      KERAS_BACKEND=jax timeout "$(remaining)" $python examples/translate.py --preset transformer_base \
+        --mixed-precision \
         --minutes "$minutes" --output "$out/translate" | tee "$out/6_translate.txt" || status=1 ;;
   esac
   echo "=== $part took $((SECONDS - started)) s (estimate ${estimate} s)" | tee -a "$out/times.txt"

@@ -1,6 +1,7 @@
 """Where a JAX training step's time goes: ours vs keras-hub, one compiled step taken apart.
 
-For each runner of `train_throughput.py` (same models, same fresh batches) it prints:
+For each runner of `train_throughput.py` (the same models, compiled the same way, on the same
+fresh batches: `train_throughput.compiled_runner`) it prints:
 
 * `fit ms`: a step through `model.fit` (the figure `train_throughput.py` reports);
 * `step ms`: the same compiled train step called in a Python loop on batches already on the
@@ -48,20 +49,12 @@ def timed(fn, repeats):
 
 def profile(runner, workload, options):
     import jax
-    import keras
 
     shape_name, dropout = tt.WORKLOADS[workload]
     shape = tt.shape_of(shape_name, options.tiny)
-    keras.mixed_precision.set_global_policy(options.precision)
-    model, _, adapt = tt._keras_model(runner, shape, shape["length"], dropout)
-    loss = (keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            if runner == "keras-hub" else "auto")
-    model.compile(optimizer=keras.optimizers.AdamW(3e-4), loss=loss, metrics=[],
-                  jit_compile=True)
     batch, steps = shape["batch"], options.steps
-    data = tt.random_batches(shape, batch * (steps + 1), shape["length"])
-    inputs = (adapt(data["ids"]) if shape["family"] == "gpt2"
-              else {name: data[name] for name in ("source", "target")})
+    model, _, inputs, labels = tt.compiled_runner(
+        runner, shape, shape["length"], dropout, batch * (steps + 1), options.precision)
     rows = lambda a, first, count: a[first * batch:(first + count) * batch]  # noqa: E731
 
     def select(first, count):
@@ -71,15 +64,15 @@ def profile(runner, workload, options):
 
     def fit():
         start = time.perf_counter()
-        model.fit(select(1, steps), rows(data["labels"], 1, steps), batch_size=batch,
+        model.fit(select(1, steps), rows(labels, 1, steps), batch_size=batch,
                   epochs=1, verbose=0, shuffle=False)
         return (time.perf_counter() - start) / steps
 
-    model.fit(select(0, 1), rows(data["labels"], 0, 1), batch_size=batch, verbose=0)
+    model.fit(select(0, 1), rows(labels, 0, 1), batch_size=batch, verbose=0)
     fit_ms = timed(fit, options.repeats)
 
     step, state = jitted_step(model)
-    on_device = [jax.device_put((select(i, 1), rows(data["labels"], i, 1)))
+    on_device = [jax.device_put((select(i, 1), rows(labels, i, 1)))
                  for i in range(1, steps + 1)]
     compiled = step.lower(state, on_device[0]).compile()
     _, state = compiled(state, on_device[0])

@@ -124,26 +124,28 @@ def _keras_model(runner, shape, length, dropout, padding_masks=True):
     return model, None, lambda inputs: inputs
 
 
-def run_keras(args, shape):
+def compiled_runner(runner, shape, length, dropout, rows, precision, jit="auto",
+                    padding_masks=True):
+    """`(model, weight count, inputs, labels)`: a Keras runner (`ours` or `keras-hub`),
+    compiled as this benchmark compiles it, with `rows` fresh examples (`random_batches`)
+    to `fit` on. `step_profile.py` takes its step apart."""
     import keras
-    import numpy as np
 
-    keras.mixed_precision.set_global_policy(args.precision)
-    if args.runner == "keras-hub":
+    keras.mixed_precision.set_global_policy(precision)
+    if runner == "keras-hub":
         try:
             keras.config.enable_flash_attention()
         except Exception:  # noqa: BLE001 - older Keras: its default choice stands
             pass
-    model, count, adapt = _keras_model(args.runner, shape, args.length, args.dropout,
-                                       padding_masks=not args.no_padding_masks)
-    data = random_batches(shape, args.batch * (args.warmup + args.steps), args.length)
+    model, count, adapt = _keras_model(runner, shape, length, dropout,
+                                       padding_masks=padding_masks)
+    data = random_batches(shape, rows, length)
     if shape["family"] == "gpt2":
         inputs = adapt(data["ids"])
     else:
         inputs = {name: data[name] for name in ("source", "target")}
-    labels = data["labels"]
-    jit = {"auto": "auto", "0": False, "1": True}[args.jit]
-    if args.runner == "ours":
+    jit = {"auto": "auto", "0": False, "1": True}[jit]
+    if runner == "ours":
         jit = True if jit == "auto" else jit
         model.compile(optimizer=keras.optimizers.AdamW(3e-4), loss="auto", metrics=[],
                       jit_compile=jit)
@@ -151,7 +153,14 @@ def run_keras(args, shape):
         from peers import keras_hub_models
 
         keras_hub_models.compile_model(model, jit)
-    count = count or model.count_params()
+    return model, count or model.count_params(), inputs, data["labels"]
+
+
+def run_keras(args, shape):
+    model, count, inputs, labels = compiled_runner(
+        args.runner, shape, args.length, args.dropout, args.batch * (args.warmup + args.steps),
+        args.precision, args.jit, padding_masks=not args.no_padding_masks,
+    )
 
     def fit(first, number):
         part = lambda a: a[first * args.batch:(first + number) * args.batch]  # noqa: E731
@@ -240,10 +249,12 @@ def launch(options, runner, backend, workload, batch, length, steps, warmup):
 
 
 def write_json(path, rows):
-    """Writes `rows` to `path` (if given), replacing what an earlier call wrote."""
+    """Writes `rows` to `path` (if given), replacing what an earlier call wrote; through a
+    temporary file, so a run killed while writing leaves the previous complete file."""
     if path:
-        with open(path, "w") as f:
+        with open(path + ".partial", "w") as f:
             json.dump(rows, f, indent=1)
+        os.replace(path + ".partial", path)
 
 
 def plan(options):
@@ -363,6 +374,8 @@ def main():
     parser.add_argument("--length", type=int, default=None)
     options = parser.parse_args()
     options.precision = options.precision or ("float32" if options.tiny else "mixed_bfloat16")
+    if options.rounds < 1 or options.repeats < 1:
+        parser.error("--rounds and --repeats must be at least 1")
     if options.child:
         options.runner = options.child
         return child(options)

@@ -314,7 +314,7 @@ def main(argv=None):
         return exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 2)
     try:
         return args.run(args)
-    except CommandError as error:
+    except (CommandError, ImportError) as error:  # ImportError: a missing extra, named
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -7,7 +7,8 @@ save and reload every model under JAX or PyTorch. What needs more says which ext
   the tokenizers, the `tf.data` pipelines, the vocabularies of `Translator` and
   `TextGenerator`, and `.po` catalogs;
 - `convert`: safetensors, for reading and writing Hugging Face checkpoints;
-- `jax`, `torch`, `tensorflow`: the Keras backend.
+- `jax`, `torch`, `tensorflow`: the Keras backend (`tensorflow` also for the `tf.data`
+  pipelines alone).
 """
 
 import importlib
@@ -15,7 +16,7 @@ import importlib
 EXTRAS = {
     "keras_hub": "text",
     "sentencepiece": "text",
-    "tensorflow": "text",  # the tf.data pipelines; the `tensorflow` extra also brings it
+    "tensorflow": "tensorflow",  # the tf.data pipelines (the `text` extra also brings it)
     "polib": "text",
     "safetensors": "convert",
 }
@@ -46,7 +47,10 @@ def require(module, feature):
     extra = EXTRAS[module.split(".")[0]]
     try:
         return importlib.import_module(module)
-    except ImportError as error:
+    except ModuleNotFoundError as error:
+        missing = error.name or ""
+        if not (module == missing or module.startswith(missing + ".")):
+            raise  # something the module itself needs is broken: its own error says what
         raise ImportError(
             f"{feature} needs {module}, which the {extra!r} extra installs: "
             f"pip install 'keras-transformer[{extra}]'"

@@ -7,8 +7,9 @@ entry pairs an English message (`msgid`) with its translation (`msgstr`): real,
 human-made parallel text that is already on the machine.
 
 This module reads both formats with polib (plural forms, message contexts, the
-charset a catalog declares; a broken file is a `CatalogError`), and splits the pairs into train/validation/test by a
-hash of the English text, so a message never lands in two splits.
+charset a catalog declares; a broken file is a `CatalogError`), and splits the
+pairs into train/validation/test by a hash of the English text, so a message
+never lands in two splits.
 """
 
 import dataclasses
@@ -128,6 +129,7 @@ def read_catalog(path):
 
     Raises:
         CatalogError: the file is corrupt, truncated or not a catalog.
+        FileNotFoundError: there is no file at `path`.
 
     Example:
     >>> import os, tempfile
@@ -139,6 +141,8 @@ def read_catalog(path):
     """
     polib = require("polib", "read_catalog")
     path = str(path)
+    if not os.path.isfile(path):  # polib would parse the path itself as .po text
+        raise FileNotFoundError(2, "No such file", path)
     if path.endswith(".mo"):
         _check_mo_tables(path)
         read = polib.mofile
@@ -147,13 +151,11 @@ def read_catalog(path):
     else:
         raise CatalogError(f"{path}: expected a .mo or .po file.")
     try:
-        # the charset the catalog's header declares (polib reads it); a bad one is an error
+        # decoded with the charset the header declares (polib reads it; UTF-8 without one)
         return _messages(read(path, check_for_duplicates=False))
-    except FileNotFoundError:
-        raise
     except (OSError, ValueError, LookupError, struct.error, IndexError) as error:
-        # polib reports a broken file as IOError (bad magic, bad syntax), a decoding error,
-        # an unknown charset or a struct error (truncated tables)
+        # polib reports a broken file as an OSError (bad magic, bad syntax), a decoding
+        # error (ValueError), or a struct error (truncated tables)
         raise CatalogError(f"{path}: not a readable catalog ({error}).") from None
 
 

@@ -10,7 +10,7 @@ from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
 from keras_transformer.models import presets
 from keras_transformer.training.schedule_from_fit import ScheduleFromFit
-from keras_transformer.training.schedule_from_fit import unsized_schedule
+from keras_transformer.training.schedule_from_fit import sizable_schedule
 
 
 def constructor_arguments(local_variables):
@@ -214,22 +214,37 @@ class TransformerModel(keras.Model):
             **kwargs,
         )
 
-    def fit(self, *args, callbacks=None, **kwargs):
-        """`keras.Model.fit`; a schedule compiled without `total_steps` is sized here.
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            *args, **kwargs):
+        """`keras.Model.fit`, with the schedule sized to the run (`ScheduleFromFit`).
 
         With the GPT recipe's default (`gpt_optimizer(total_steps=None)`) the
-        cosine runs over this call's `epochs * steps_per_epoch` steps; data of
-        unknown length then needs `steps_per_epoch` (a clear ValueError says so).
+        cosine runs over this call's steps, `(epochs - initial_epoch) *
+        steps_per_epoch`; data of unknown length then needs `steps_per_epoch`
+        (a ValueError says so). A schedule that already has a length keeps it.
 
         Args:
-            *args: `keras.Model.fit`'s positional arguments.
-            callbacks: `keras.Model.fit`'s callbacks.
+            x: inputs, as for `keras.Model.fit`.
+            y: labels, as for `keras.Model.fit`.
+            batch_size: as for `keras.Model.fit`.
+            epochs: as for `keras.Model.fit`.
+            verbose: as for `keras.Model.fit`.
+            callbacks: a callback, a list of them or a `CallbackList`.
+            *args: `keras.Model.fit`'s further positional arguments.
             **kwargs: any other `keras.Model.fit` argument.
         """
-        schedule = unsized_schedule(getattr(self, "optimizer", None))
+        schedule = sizable_schedule(getattr(self, "optimizer", None))
         if schedule is not None:
-            callbacks = [*(callbacks or []), ScheduleFromFit(schedule)]
-        return super().fit(*args, callbacks=callbacks, **kwargs)
+            sizing = ScheduleFromFit(schedule)
+            if isinstance(callbacks, keras.callbacks.CallbackList):  # fit uses it as it is
+                sizing.set_model(self)
+                sizing.set_params(callbacks.params)
+                callbacks.callbacks.append(sizing)
+            elif isinstance(callbacks, keras.callbacks.Callback):
+                callbacks = [callbacks, sizing]
+            else:
+                callbacks = [*(callbacks or []), sizing]
+        return super().fit(x, y, batch_size, epochs, verbose, callbacks, *args, **kwargs)
 
     def compile_from_config(self, config):
         # Restores the compiled state of a saved model through our compile().

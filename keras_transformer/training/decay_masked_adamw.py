@@ -17,6 +17,7 @@ class DecayMaskedAdamW(keras.optimizers.AdamW):
     `get_config` carries them and a reloaded model keeps training as before.
 
     Args:
+        *args: `keras.optimizers.AdamW`'s positional arguments (learning rate first).
         no_decay: patterns (regular expressions, as Keras' `var_names`)
             searched in each variable's name; a variable that matches one is
             never decayed. Default `NO_DECAY`.
@@ -32,15 +33,26 @@ class DecayMaskedAdamW(keras.optimizers.AdamW):
     [True, False]
     """
 
-    def __init__(self, no_decay=NO_DECAY, **kwargs):
-        super().__init__(**kwargs)
-        if isinstance(no_decay, str) or not all(isinstance(p, str) and p for p in no_decay):
+    def __init__(self, *args, no_decay=NO_DECAY, **kwargs):
+        super().__init__(*args, **kwargs)
+        if (not isinstance(no_decay, (list, tuple))
+                or not all(isinstance(p, str) and p for p in no_decay)):
             raise ValueError(
                 "`no_decay` must be a list of non-empty variable-name patterns (e.g. "
                 f"['bias', 'gamma']); received {no_decay!r}."
             )
         self.no_decay = tuple(no_decay)
-        self.exclude_from_weight_decay(var_names=list(self.no_decay))
+        super().exclude_from_weight_decay(var_names=list(self.no_decay))
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        """Keras' method, keeping `no_decay` (Keras' own would replace the patterns).
+
+        Args:
+            var_list: variables never to decay (not saved with the config).
+            var_names: further name patterns, added to `no_decay` (saved).
+        """
+        self.no_decay = tuple(dict.fromkeys([*self.no_decay, *(var_names or [])]))
+        super().exclude_from_weight_decay(var_list=var_list, var_names=list(self.no_decay))
 
     def get_config(self):
         config = super().get_config()

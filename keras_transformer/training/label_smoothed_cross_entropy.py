@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_transformer import validation
+from keras_transformer.training.subtract_at_labels import subtract_at_labels
 
 FORMS = ("uniform", "fairseq")
 REDUCTIONS = ("mean", "sum", "none")
@@ -21,7 +22,9 @@ def smoothed_token_loss(labels, logits, on_label, per_class):
     per_class` on the label and `per_class` on every other class (its mass
     sums to 1). Its gradient `softmax - on_label * [v == label] - per_class`
     is written by hand, so backpropagation keeps one `(B, T, V)` tensor (the
-    softmax) and never a one-hot or a log-probability tensor.
+    softmax, turned into the gradient) and never a one-hot, boolean or float,
+    or a log-probability tensor: the label term is a scatter over the `B * T`
+    labels (`subtract_at_labels`).
     """
     labels = ops.cast(labels, "int32")[..., None]  # (B, T, 1)
 
@@ -36,9 +39,8 @@ def smoothed_token_loss(labels, logits, on_label, per_class):
         def grad(*args, upstream=None):
             upstream = args[0] if upstream is None else upstream  # (B, T)
             probs = ops.exp(x - lse[..., None])  # (B, T, V)
-            is_label = ops.equal(ops.arange(ops.shape(x)[-1], dtype="int32"), labels)
-            probs = ops.where(is_label, probs - (on_label + per_class), probs - per_class)
-            return probs * upstream[..., None]
+            gradient = (probs - per_class) * upstream[..., None]  # (B, T, V)
+            return subtract_at_labels(gradient, labels[..., 0], on_label * upstream)
 
         return value, grad
 

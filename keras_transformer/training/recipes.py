@@ -44,10 +44,11 @@ def gpt_optimizer(
         warmup_steps: linear warmup length, or None for `min(2000,
             total_steps // 10)`.
         total_steps: step at which the cosine reaches 10% of the peak, or None
-            to take it from `fit`: `epochs * steps_per_epoch`, known when the
-            data has a length (arrays, a `PyDataset`, a finite `tf.data`
-            pipeline, or `steps_per_epoch`). Data of unknown length with no
-            `total_steps` raises a ValueError in `fit`; nothing is assumed.
+            to take it from `fit`: `(epochs - initial_epoch) *
+            steps_per_epoch`, known when the data has a length (arrays, a
+            `PyDataset`, a `tf.data` pipeline of known cardinality such as
+            `kt.data`'s, or `steps_per_epoch`). Data of unknown length with
+            no `total_steps` raises a ValueError in `fit`; nothing is assumed.
         weight_decay: decoupled weight decay on the matrices.
 
     Example:

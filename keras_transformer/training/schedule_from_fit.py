@@ -1,30 +1,38 @@
 """Sizing a learning-rate schedule from the run `fit` is about to make."""
 
+import warnings
+
 import keras
 
 
-def unsized_schedule(optimizer):
-    """The optimizer's schedule if it waits for a length (`total_steps=None`), else None.
+def sizable_schedule(optimizer):
+    """The optimizer's schedule if `fit` can size it (it has `resolve`), else None.
 
     Args:
-        optimizer: a Keras optimizer, or None (a model not compiled yet).
+        optimizer: a Keras optimizer (a `LossScaleOptimizer` is looked into), or
+            None (a model not compiled yet).
     """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # mixed_float16 wraps it
     schedule = getattr(optimizer, "_learning_rate", None)  # Keras keeps the schedule here
-    if callable(getattr(schedule, "resolve", None)) and schedule.total_steps is None:
-        return schedule
-    return None
+    return schedule if callable(getattr(schedule, "resolve", None)) else None
 
 
 class ScheduleFromFit(keras.callbacks.Callback):
-    """Gives an unsized schedule `epochs * steps_per_epoch` steps when `fit` begins.
+    """Sizes a schedule to the run `fit` makes, or warns when the run outlasts it.
 
-    `TransformerModel.fit` adds it when the compiled optimizer's schedule has no
-    `total_steps`. Keras knows the steps per epoch for arrays, a `PyDataset` and a
-    finite `tf.data` pipeline, or from `steps_per_epoch`; it runs before the
-    first step is traced, so the compiled step sees the length.
+    `TransformerModel.fit` adds it when the compiled optimizer's schedule can be
+    sized (`WarmupCosineSchedule`); add it to `fit(callbacks=...)` yourself for
+    another model. When the first epoch begins (before the first step is traced)
+    the run ahead is `optimizer.iterations + (epochs - initial_epoch) *
+    steps_per_epoch` steps. A schedule without `total_steps` takes that length;
+    one that has it (given by hand, or by an earlier `fit`, and saved with the
+    model) keeps it, with a warning if this run goes past its end, where the
+    rate stays at the floor. Keras knows the steps per epoch for arrays, a
+    `PyDataset` and a `tf.data` pipeline of known cardinality, or from
+    `steps_per_epoch`.
 
     Args:
-        schedule: the schedule to size (it has a `resolve(total_steps)` method).
+        schedule: the schedule to size (it has `total_steps` and `resolve`).
     """
 
     def __init__(self, schedule):
@@ -32,12 +40,30 @@ class ScheduleFromFit(keras.callbacks.Callback):
         self.schedule = schedule
 
     def on_train_begin(self, logs=None):
+        self._sized = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._sized:
+            return
+        self._sized = True
         steps, epochs = self.params.get("steps"), self.params.get("epochs")
         if not steps or not epochs:
-            raise ValueError(
-                "The learning-rate schedule has no `total_steps` and fit cannot tell how "
-                "many steps it will run (data of unknown length). Pass "
-                "`steps_per_epoch` to fit, or `total_steps` to the optimizer (e.g. "
-                "kt.training.gpt_optimizer(total_steps=...))."
+            if self.schedule.total_steps is None:
+                raise ValueError(
+                    "The learning-rate schedule has no `total_steps` and fit cannot tell "
+                    "how many steps it will run (data of unknown length). Pass "
+                    "`steps_per_epoch` to fit, or `total_steps` to the optimizer (e.g. "
+                    "kt.training.gpt_optimizer(total_steps=...))."
+                )
+            return
+        optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
+        run_end = int(optimizer.iterations) + (epochs - epoch) * steps
+        if self.schedule.total_steps is None:
+            self.schedule.resolve(total_steps=run_end)
+        elif run_end > self.schedule.total_steps:
+            warnings.warn(
+                f"This fit runs to step {run_end}, past the end of the learning-rate "
+                f"schedule ({self.schedule.total_steps} steps): the steps after it train "
+                "at the floor rate. Make the optimizer with total_steps for the whole run.",
+                stacklevel=2,
             )
-        self.schedule.resolve(total_steps=epochs * steps)

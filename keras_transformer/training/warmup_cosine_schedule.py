@@ -26,8 +26,8 @@ class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
     Args:
         peak_learning_rate: the rate reached at the end of the warmup.
         warmup_steps: length of the linear warmup, or None for
-            `min(2000, total_steps // 10)` (nanoGPT's 2,000 for long runs, the
-            first tenth of a short one), set with `total_steps`.
+            `max(1, min(2000, total_steps // 10))` (nanoGPT's 2,000 for long
+            runs, the first tenth of a short one), set with `total_steps`.
         total_steps: step at which the cosine reaches the floor, or None to
             have `fit` set it.
         final_fraction: the floor, as a fraction of the peak (GPT-3: 0.1).
@@ -85,7 +85,8 @@ class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
             raise ValueError(
                 "WarmupCosineSchedule has no `total_steps` yet: pass it (e.g. "
                 "gpt_optimizer(total_steps=...)), or train with `fit` on data of known "
-                "length, which sets it to epochs * steps_per_epoch."
+                "length: a DecoderOnly or EncoderDecoder sizes it to the run, another "
+                "model does with fit(callbacks=[kt.training.ScheduleFromFit(schedule)])."
             )
         step = ops.cast(iterations, "float32") + 1.0
         warmup = step / self.warmup_steps

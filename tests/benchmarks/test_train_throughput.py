@@ -35,6 +35,7 @@ def test_flop_count_is_nanogpts_over_the_exact_weight_counts():
     assert train_throughput.flops_per_token(base, 128) == 6 * weights + 18 * 6 * 512 * 128
 
 
+@pytest.mark.slow  # trains the plain PyTorch peer: once is enough, whatever the backend
 def test_every_runner_gets_fresh_batches_and_plain_pytorch_trains_on_them():
     """The peers must do the same work: a runner that saw one batch again and again would
     memorize it (the plain-PyTorch loss once fell to 0.18 while ours stayed at log V)."""
@@ -58,9 +59,10 @@ def test_every_runner_gets_fresh_batches_and_plain_pytorch_trains_on_them():
         return run(0, steps)
 
     uniform = math.log(shape["vocab"])
-    # fresh random labels cannot be learned: the loss stays near log V ...
-    assert final_loss(data) > 0.9 * uniform
-    # ... while one batch repeated is memorized, which is what the runner must not do
+    # fresh random labels cannot be learned: the loss stays at log V (measured 6.93, log V
+    # 6.91) ...
+    assert final_loss(data) > 0.95 * uniform
+    # ... while one batch repeated is memorized (measured 5.17), which the runner must not do
     repeated = {name: np.tile(array[:batch], (steps, 1)) for name, array in data.items()}
     assert final_loss(repeated) < 0.85 * uniform
 

@@ -48,8 +48,11 @@ def test_reloaded_model_continues_as_an_uninterrupted_run(tmp_path):
     assert (schedule.total_steps, schedule.warmup_steps) == (EPOCHS * ROWS // BATCH, 1)
     decayed = {v.path: reloaded.optimizer._use_weight_decay(v)
                for v in reloaded.trainable_variables}
-    assert not any(decayed[p] for p in decayed if p.endswith(("bias", "gamma", "beta", "table")))
-    assert any(decayed.values())
+    kept = {p for p, decay in decayed.items() if not decay}
+    assert kept == {p for p in decayed if p.endswith(("bias", "gamma", "beta", "table"))}
+    # every kind of excluded variable is there: biases, both LayerNorm parts, positions
+    assert {p.rsplit("/", 1)[-1] for p in kept} == {"bias", "gamma", "beta", "table"}
+    assert len(kept) < len(decayed)  # the matrices are decayed
     reloaded.fit(x, y, initial_epoch=1, **fit)
 
     assert int(reloaded.optimizer.iterations) == int(uninterrupted.optimizer.iterations) == 8
@@ -73,5 +76,30 @@ def test_data_of_unknown_length_needs_a_length():
 
 
 def test_no_decay_is_checked():
-    with pytest.raises(ValueError, match="no_decay"):
-        DecayMaskedAdamW(no_decay="bias")
+    for bad in ("bias", None, ["bias", ""]):
+        with pytest.raises(ValueError, match="no_decay"):
+            DecayMaskedAdamW(no_decay=bad)
+
+
+def test_the_run_ahead_sizes_the_schedule_and_a_longer_run_warns():
+    x, y = _data()
+    model = _model()
+    model.compile()
+    # a fresh optimizer started at epoch 1 of 3 runs 2 epochs: 8 steps
+    model.fit(x, y, batch_size=BATCH, epochs=3, initial_epoch=1, verbose=0,
+              callbacks=keras.callbacks.History())  # a bare callback is accepted too
+    assert model.optimizer._learning_rate.total_steps == 8
+    # the length stays; a fit that runs past it says so
+    with pytest.warns(UserWarning, match="past the end of the learning-rate schedule"):
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
+    assert model.optimizer._learning_rate.total_steps == 8
+
+
+def test_decay_mask_takes_the_learning_rate_first_and_adds_further_patterns():
+    optimizer = DecayMaskedAdamW(1e-3, weight_decay=0.1)
+    optimizer.exclude_from_weight_decay(var_names=["kernel"])
+    assert optimizer.no_decay[-1] == "kernel" and "bias" in optimizer.no_decay
+    assert DecayMaskedAdamW.from_config(optimizer.get_config()).no_decay == optimizer.no_decay
+    layer = keras.layers.Dense(2)
+    layer.build((None, 3))
+    assert [optimizer._use_weight_decay(v) for v in layer.weights] == [False, False]
