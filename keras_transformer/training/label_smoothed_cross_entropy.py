@@ -53,11 +53,12 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
 
     The log-softmax is taken once, in float32 (also under `mixed_bfloat16`),
     and the smoothed target is never built as a `(batch, T, vocab)` one-hot:
-        * `form="uniform"` (default; the paper / tensor2tensor / Keras):
-          the target spreads `eps` uniformly over all V classes, so
+        * `form="uniform"` (default; Szegedy et al.'s definition, Keras'
+          `CategoricalCrossentropy(label_smoothing=)`): the target spreads
+          `eps` uniformly over all V classes, so
           `loss = (1 - eps) * nll + eps * mean_v(-log p_v)`;
-        * `form="fairseq"`: the true class keeps `1 - eps` and the other V - 1
-          classes share `eps`, so
+        * `form="fairseq"` (fairseq, tensor2tensor): the true class keeps
+          `1 - eps` and the other V - 1 classes share `eps`, so
           `loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v)`.
     Positions whose label is `pad_id` get zero weight; `"mean"` averages over
     the real tokens of the batch (the unit the paper's loss curves use).

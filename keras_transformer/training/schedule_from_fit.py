@@ -33,6 +33,18 @@ class ScheduleFromFit(keras.callbacks.Callback):
 
     Args:
         schedule: the schedule to size (it has `total_steps` and `resolve`).
+
+    Example:
+    >>> import keras, numpy as np
+    >>> from keras_transformer.training import gpt_optimizer
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    >>> optimizer = gpt_optimizer()  # no total_steps
+    >>> model.compile(optimizer=optimizer, loss="mse")
+    >>> schedule = sizable_schedule(optimizer)
+    >>> _ = model.fit(np.ones((40, 3)), np.ones((40, 1)), batch_size=10, epochs=2, verbose=0,
+    ...               callbacks=[ScheduleFromFit(schedule)])
+    >>> schedule.total_steps, schedule.warmup_steps  # 2 epochs of 4 steps
+    (8, 1)
     """
 
     def __init__(self, schedule):
