@@ -43,8 +43,8 @@ class ScheduleFromFit(keras.callbacks.Callback):
     >>> schedule = sizable_schedule(optimizer)
     >>> _ = model.fit(np.ones((40, 3)), np.ones((40, 1)), batch_size=10, epochs=2, verbose=0,
     ...               callbacks=[ScheduleFromFit(schedule)])
-    >>> schedule.total_steps, schedule.warmup_steps  # 2 epochs of 4 steps
-    (8, 1)
+    >>> schedule.total_steps, schedule.warmup_steps  # 2 epochs of 4 steps, no warmup
+    (8, 0)
     """
 
     def __init__(self, schedule):

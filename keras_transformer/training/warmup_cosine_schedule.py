@@ -25,9 +25,10 @@ class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
     Args:
         peak_learning_rate: the rate reached at the end of the warmup.
-        warmup_steps: length of the linear warmup, or None for
-            `max(1, min(2000, total_steps // 10))` (nanoGPT's 2,000 for long
-            runs, the first tenth of a short one), set with `total_steps`.
+        warmup_steps: length of the linear warmup (0 for none), or None for
+            `min(2000, total_steps // 10)` (nanoGPT's 2,000 for long runs, the
+            first tenth of a short one; none under 10 steps), set with
+            `total_steps`.
         total_steps: step at which the cosine reaches the floor, or None to
             have `fit` set it.
         final_fraction: the floor, as a fraction of the peak (GPT-3: 0.1).
@@ -46,7 +47,8 @@ class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.peak_learning_rate = validation.check_positive_float(
             "peak_learning_rate", peak_learning_rate
         )
-        self.warmup_steps = validation.check_int("warmup_steps", warmup_steps, allow_none=True)
+        self.warmup_steps = validation.check_int(
+            "warmup_steps", warmup_steps, minimum=0, allow_none=True)
         self.total_steps = None
         if not 0 <= final_fraction <= 1:
             raise ValueError(
@@ -69,8 +71,8 @@ class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
         """
         warmup = self.warmup_steps
         if warmup is None:
-            total_steps = validation.check_int("total_steps", total_steps, minimum=2)
-            warmup = max(1, min(2000, total_steps // 10))
+            total_steps = validation.check_int("total_steps", total_steps)
+            warmup = min(2000, total_steps // 10)
         total_steps = validation.check_int("total_steps", total_steps, minimum=warmup + 1)
         if self.total_steps is not None and self.total_steps != total_steps:
             raise ValueError(
@@ -89,7 +91,7 @@ class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
                 "model does with fit(callbacks=[kt.training.ScheduleFromFit(schedule)])."
             )
         step = ops.cast(iterations, "float32") + 1.0
-        warmup = step / self.warmup_steps
+        warmup = step / max(self.warmup_steps, 1)
         progress = (step - self.warmup_steps) / (self.total_steps - self.warmup_steps)
         progress = ops.clip(progress, 0.0, 1.0)
         cosine = 0.5 * (1.0 + ops.cos(math.pi * progress))

@@ -93,5 +93,9 @@ def test_unsized_schedule_takes_its_length_once_and_a_tenth_as_warmup():
     with pytest.raises(ValueError, match="already runs 50 steps"):
         schedule.resolve(60)
     assert WarmupCosineSchedule(1.0, total_steps=10**6).warmup_steps == 2000
+    one_step = WarmupCosineSchedule(1.0, total_steps=1)  # a one-step fit: no warmup
+    assert one_step.warmup_steps == 0 and np.isfinite(float(one_step(0)))
+    no_warmup = WarmupCosineSchedule(1.0, warmup_steps=0, total_steps=11)
+    assert float(no_warmup(0)) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi / 11)))
     restored = WarmupCosineSchedule.from_config(schedule.get_config())
     assert (restored.warmup_steps, restored.total_steps) == (5, 50)
