@@ -73,15 +73,14 @@ class Message:
 _MO_MAGIC = {b"\xde\x12\x04\x95": "<", b"\x95\x04\x12\xde": ">"}
 
 
-def _check_mo_tables(path):
-    """Raises CatalogError if a `.mo` string table points outside the file.
+def _check_mo_tables(data, path):
+    """Raises CatalogError if a `.mo` string table (in the bytes `data` of the file
+    at `path`) points outside the file.
 
     polib reads such a file without a word (Python slices past the end give
     empty strings, so entries silently turn into headers); the test of a
     corrupt offset shows it, so this check stays ours.
     """
-    with open(path, "rb") as f:
-        data = f.read()
     order = _MO_MAGIC.get(data[:4])
     if order is None:
         return  # polib reports the bad magic number itself
@@ -144,15 +143,17 @@ def read_catalog(path):
     if not os.path.isfile(path):  # polib would parse the path itself as .po text
         raise FileNotFoundError(2, "No such file", path)
     if path.endswith(".mo"):
-        _check_mo_tables(path)
+        with open(path, "rb") as f:
+            source = f.read()  # read once: checked here, then parsed by polib
+        _check_mo_tables(source, path)
         read = polib.mofile
     elif path.endswith(".po"):
-        read = polib.pofile
+        source, read = path, polib.pofile
     else:
         raise CatalogError(f"{path}: expected a .mo or .po file.")
     try:
         # decoded with the charset the header declares (polib reads it; UTF-8 without one)
-        return _messages(read(path, check_for_duplicates=False))
+        return _messages(read(source, check_for_duplicates=False))
     except (OSError, ValueError, LookupError, struct.error, IndexError) as error:
         # polib reports a broken file as an OSError (bad magic, bad syntax), a decoding
         # error (ValueError), or a struct error (truncated tables)

@@ -5,6 +5,11 @@ import warnings
 import keras
 
 
+def _unwrapped(optimizer):
+    """The optimizer a `LossScaleOptimizer` (mixed_float16) wraps, or the optimizer itself."""
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
 def sizable_schedule(optimizer):
     """The optimizer's schedule if `fit` can size it (it has `resolve`), else None.
 
@@ -12,8 +17,7 @@ def sizable_schedule(optimizer):
         optimizer: a Keras optimizer (a `LossScaleOptimizer` is looked into), or
             None (a model not compiled yet).
     """
-    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # mixed_float16 wraps it
-    schedule = getattr(optimizer, "_learning_rate", None)  # Keras keeps the schedule here
+    schedule = getattr(_unwrapped(optimizer), "_learning_rate", None)  # Keras keeps the schedule here
     return schedule if callable(getattr(schedule, "resolve", None)) else None
 
 
@@ -68,8 +72,7 @@ class ScheduleFromFit(keras.callbacks.Callback):
                     "kt.training.gpt_optimizer(total_steps=...))."
                 )
             return
-        optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
-        run_end = int(optimizer.iterations) + (epochs - epoch) * steps
+        run_end = int(_unwrapped(self.model.optimizer).iterations) + (epochs - epoch) * steps
         if self.schedule.total_steps is None:
             self.schedule.resolve(total_steps=run_end)
         elif run_end > self.schedule.total_steps:
