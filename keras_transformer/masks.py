@@ -29,6 +29,8 @@ from keras import ops
 
 __all__ = [
     "banded_mask",
+    "ring_banded_mask",
+    "ring_positions",
     "causal_mask",
     "key_mask_to_attention_mask",
     "merge_masks",
@@ -115,8 +117,63 @@ def banded_mask(query_length, key_length=None, window=1, offset=None):
     """
     key_length = query_length if key_length is None else key_length
     q, k = _positions(query_length, key_length, offset)
-    allowed = ops.logical_and(ops.less_equal(k, q), ops.greater(k, q - window))
-    return ops.expand_dims(allowed, 0)
+    return ops.expand_dims(_band(q, k, window), 0)
+
+
+def _band(q, k, window):
+    """`p - window < s <= p` for query positions q and key positions k (`s >= 0`: filled)."""
+    seen = ops.logical_and(ops.less_equal(k, q), ops.greater(k, q - window))
+    return ops.logical_and(seen, ops.greater_equal(k, 0))
+
+
+def ring_positions(index, window):
+    """Absolute positions in the `window` slots of a banded layer's ring cache.
+
+    A banded layer only ever reads the last `window` positions, so its decode
+    cache is a ring: position p lives in slot `p % window`. Before position
+    `index` is written, slot s holds the latest position p < index with
+    `p % window == s`; a negative p means the slot is still empty.
+
+    Args:
+        index: the next position to be written (int or scalar tensor).
+        window: the ring's number of slots (the layer's band width).
+
+    Returns:
+        int32 tensor `(window,)`.
+
+    Example:
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(ring_positions(5, 3))  # slot 0 holds 3, slot 1 holds 4
+    array([3, 4, 2], dtype=int32)
+    """
+    index = ops.cast(index, "int32")
+    slots = ops.arange(window, dtype="int32")
+    return index - window + ops.mod(slots - index, window)
+
+
+def ring_banded_mask(query_length, window, index):
+    """Banded mask `(1, T, window + T)` of a cached step that reads a ring cache.
+
+    The keys are the ring's `window` slots (`ring_positions(index, window)`)
+    followed by the T new keys at positions `index .. index + T - 1`, which
+    are also the queries' positions. Empty slots are never read.
+
+    Args:
+        query_length: T, the number of new positions.
+        window: the band width (the ring's number of slots).
+        index: the first new position (int or scalar tensor).
+
+    Returns:
+        bool tensor `(1, T, window + T)`.
+
+    Example:
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(ring_banded_mask(1, 3, 1)).astype(int)[0]  # slot 0 holds 0
+    array([[1, 0, 0, 1]])
+    """
+    new = ops.arange(query_length, dtype="int32") + ops.cast(index, "int32")
+    keys = ops.concatenate([ring_positions(index, window), new])
+    return ops.expand_dims(_band(new[:, None], keys[None, :], window), 0)
 
 
 def key_mask_to_attention_mask(key_mask):

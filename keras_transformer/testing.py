@@ -109,3 +109,40 @@ def run_layer_test(
         assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in mixed.weights)
         assert np.all(np.isfinite(ops.convert_to_numpy(ops.cast(out, "float32"))))
     return layer
+
+
+def gradients(fn, *inputs):
+    """Gradients of the scalar `fn(*inputs)` with respect to each input, as NumPy arrays.
+
+    One helper for every backend (JAX `grad`, a PyTorch backward pass, a
+    TensorFlow tape), for tests that compare two paths' gradients.
+
+    Args:
+        fn: a function of `keras.ops` tensors returning a scalar.
+        *inputs: float NumPy arrays.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> gradients(lambda x: ops.sum(x ** 2), np.array([1.0, 2.0], "float32"))[0]
+    array([2., 4.], dtype=float32)
+    """
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return [np.asarray(g) for g in jax.grad(fn, argnums=tuple(range(len(inputs))))(*inputs)]
+    if backend == "torch":
+        import torch
+
+        tensors = [torch.tensor(x, requires_grad=True) for x in inputs]
+        fn(*tensors).backward()
+        return [t.grad.numpy() for t in tensors]
+    import tensorflow as tf
+
+    tensors = [tf.constant(x) for x in inputs]
+    with tf.GradientTape() as tape:
+        for t in tensors:
+            tape.watch(t)
+        value = fn(*tensors)
+    return [g.numpy() for g in tape.gradient(value, tensors)]

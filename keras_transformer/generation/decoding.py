@@ -205,9 +205,12 @@ def generate_decoder_only(
 
     def build(settings):
         def run(ids, lengths, end, seed):
-            caches = model.empty_cache(settings.batch, settings.length)
-            _, caches = model.call_with_cache(ids[:, : settings.input_length], caches, 0)
             prompts = Prompts(ids, lengths, end)
+            caches = model.empty_cache(settings.batch, settings.length)
+            # The loop feeds positions from the shortest prompt's last one again.
+            _, caches = model.call_with_cache(
+                ids[:, : settings.input_length], caches, 0, keep_until=prompts.first_index() - 1
+            )
             return _search(model.call_with_cache, prompts, caches, settings, seed)
 
         return run

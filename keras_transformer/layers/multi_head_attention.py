@@ -1,29 +1,17 @@
 """Multi-head scaled dot-product attention in the four modes the models use."""
 
+import functools
+
 import keras
 from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
+from keras_transformer.layers import banded_attention
 from keras_transformer.layers import key_value_cache
+from keras_transformer.layers import scaled_dot_product
 
 MODES = ("bidirectional", "causal", "banded", "cross")
-_NEG_INF = -1e9  # added to masked scores; the softmax runs in float32
-
-
-def _fused_attention(q, k, v, mask=None, is_causal=False):
-    """`keras.ops.dot_product_attention` with the kernel choice left to the backend.
-
-    On torch, Keras' own flash check builds a C++ `SDPAParams` object, which
-    `torch.compile` cannot trace (a graph break in every attention layer);
-    `flash_attention=False` skips that check only: PyTorch's
-    `scaled_dot_product_attention` still dispatches to its flash kernel when the
-    inputs allow. On JAX, `None` lets Keras pick cuDNN flash attention on GPU.
-    """
-    flash = False if keras.backend.backend() == "torch" else None
-    return ops.dot_product_attention(
-        q, k, v, mask=mask, is_causal=is_causal, flash_attention=flash
-    )
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -47,6 +35,11 @@ class MultiHeadAttention(keras.layers.Layer):
     `keras.ops.dot_product_attention` (flash/fused kernels on GPU) unless
     attention-probability dropout is active in training.
 
+    A banded layer over more than `window` positions computes only the band
+    (`banded_attention`: blocks of `window` queries reading `2 window` keys,
+    or the backend's windowed kernel on GPU), so it costs `O(T window)`, not
+    `O(T^2)`. Its decode cache is a ring of `window` slots (`empty_cache`).
+
     Args:
         num_heads: number of heads; `d_model` must be divisible by it.
         mode: one of `"bidirectional"`, `"causal"`, `"banded"`, `"cross"`.
@@ -63,12 +56,17 @@ class MultiHeadAttention(keras.layers.Layer):
         key_mask: bool `(batch, S)` key padding mask (`True` = real token),
             over `query` itself for self-attention, over `memory` for cross.
         cache: for cached decoding, a key/value cache `(batch, 2, S, heads,
-            d_head)`. Self-attention writes the keys and values of `query`
-            into it at `cache_index` and attends to positions <= its own;
-            cross-attention uses it instead of projecting `memory` again
-            (`key_value_cache(memory)` makes it).
+            d_head)` (`empty_cache` makes one). Self-attention writes the
+            keys and values of `query` into it at `cache_index` and attends to
+            positions <= its own; a banded layer's cache of exactly `window`
+            slots is a ring (position p in slot `p % window`). Cross-attention
+            uses it instead of projecting `memory` again (`key_value_cache(memory)`
+            makes it).
         cache_index: absolute position of `query`'s first row (with `cache`).
         training: whether dropout is active.
+        keep_until: with a ring cache, keep only positions before this one
+            (a decode loop that will feed the later positions again); default
+            all. Other caches keep every position.
 
     Returns:
         `(batch, T, d_model)`, or `(output, updated cache)` when `cache` is
@@ -145,7 +143,7 @@ class MultiHeadAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, parts, self.num_heads, self.d_head))
         return [x[:, :, i] for i in range(parts)]
 
-    def _project(self, query, memory, cache=None, cache_index=None):
+    def _project(self, query, memory, cache=None, cache_index=None, keep_until=None):
         """Q, K, V `(batch, L, heads, d_head)` and the updated cache (or None).
 
         Self-attention writes this call's keys and values into `cache` at
@@ -168,8 +166,30 @@ class MultiHeadAttention(keras.layers.Layer):
         q, k, v = self._split_heads(self.qkv_projection(query), 3)
         if cache is None:
             return q, k, v, None
+        if self._is_ring(cache):
+            ring = key_value_cache.write_ring(cache, cache_index, k, v, keep_until)
+            k = ops.concatenate([ops.cast(cache[:, 0], k.dtype), k], axis=1)  # (B, w + T, H, d)
+            v = ops.concatenate([ops.cast(cache[:, 1], v.dtype), v], axis=1)
+            return q, k, v, ring
         k, v, cache = key_value_cache.write(cache, cache_index, k, v)  # (B, S, H, d) each
         return q, k, v, cache
+
+    def _is_ring(self, cache):
+        """Whether `cache` is a banded layer's ring of `window` slots."""
+        return self.mode == "banded" and cache is not None and cache.shape[2] == self.window
+
+    def cache_length(self, max_length):
+        """Slots of this layer's self-attention decode cache for `max_length` positions.
+
+        `max_length` for causal and bidirectional layers; a banded layer keeps
+        only its last `window` positions (a ring), so `min(window, max_length)`.
+
+        Args:
+            max_length: positions to decode (prompt plus new tokens).
+        """
+        if self.mode == "cross":
+            raise ValueError("A cross-attention cache holds the memory: see key_value_cache.")
+        return min(self.window, max_length) if self.mode == "banded" else max_length
 
     def key_value_cache(self, memory):
         """Cross-attention keys and values of `memory`, `(batch, 2, S, heads, d_head)`.
@@ -184,9 +204,11 @@ class MultiHeadAttention(keras.layers.Layer):
         k, v = self._split_heads(self.key_value_projection(memory), 2)
         return ops.stack([k, v], axis=1)
 
-    def _mask(self, query_length, key_length, key_mask, offset=None):
+    def _mask(self, query_length, key_length, key_mask, offset=None, ring=False):
         """Attention mask `(batch or 1, T, S)` for this mode, or None."""
-        if self.mode == "causal":
+        if ring:
+            structure = masks.ring_banded_mask(query_length, self.window, offset)
+        elif self.mode == "causal":
             structure = masks.causal_mask(query_length, key_length, offset)
         elif self.mode == "banded":
             structure = masks.banded_mask(query_length, key_length, self.window, offset)
@@ -194,52 +216,50 @@ class MultiHeadAttention(keras.layers.Layer):
             structure = None
         return masks.merge_masks(structure, masks.key_mask_to_attention_mask(key_mask))
 
-    def _probabilities(self, q, k, mask):
-        """Attention probabilities `(batch, heads, T, S)` in float32."""
-        q, k = ops.cast(q, "float32"), ops.cast(k, "float32")
-        scores = ops.einsum("bthd,bshd->bhts", q, k) / (self.d_head**0.5)
-        if mask is None:
-            return ops.softmax(scores, axis=-1)
-        mask = mask[:, None]  # (batch, 1, T, S)
-        probs = ops.softmax(ops.where(mask, scores, _NEG_INF), axis=-1)
-        return probs * ops.cast(ops.any(mask, axis=-1, keepdims=True), "float32")
-
-    def _attend(self, q, k, v, key_mask, offset, training):
+    def _attend(self, q, k, v, key_mask, offset, training, ring=False):
         """Attention output `(batch, T, heads, d_head)`.
 
-        Plain causal self-attention (no padding mask, no cache, T == S) runs
-        the backend's causal kernel with no mask tensor at all: flash
-        attention never sees a `(T, T)` mask. Every other case builds its
-        mask with `_mask`.
+        Three paths, one result:
+            * plain causal self-attention (no padding mask, no cache, T == S),
+              and a banded layer over at most `window` positions (where the
+              band is the causal mask), run the backend's causal kernel with
+              no mask tensor at all;
+            * a banded layer over more positions, without a cache, computes
+              only the band (`banded_attention`);
+            * everything else attends over `_mask`.
         """
-        query_length, key_length = ops.shape(q)[1], ops.shape(k)[1]
+        dropout = None
         if self.dropout > 0 and training:
-            mask = self._mask(query_length, key_length, key_mask, offset)
-            probs = self.probability_dropout(self._probabilities(q, k, mask), training=training)
-            return ops.einsum("bhts,bshd->bthd", ops.cast(probs, v.dtype), v)
-        same_length = q.shape[1] is not None and q.shape[1] == k.shape[1]
-        if self.mode == "causal" and key_mask is None and offset is None and same_length:
-            return _fused_attention(q, k, v, is_causal=True)
-        mask = self._mask(query_length, key_length, key_mask, offset)
-        if mask is None:
-            return _fused_attention(q, k, v)
-        mask = mask[:, None]  # (batch, 1, T, S)
-        row_has_keys = ops.any(mask, axis=-1, keepdims=True)  # (batch, 1, T, 1)
-        # A row with no key would be a softmax over nothing: let it read every
-        # key (finite), then zero its output.
-        mask = ops.logical_or(mask, ops.logical_not(row_has_keys))
-        out = _fused_attention(q, k, v, mask=mask)
-        return out * ops.cast(ops.transpose(row_has_keys, (0, 2, 1, 3)), out.dtype)
+            dropout = functools.partial(self.probability_dropout, training=training)
+        query_length, key_length = ops.shape(q)[1], ops.shape(k)[1]
+        full_pass = offset is None and q.shape[1] is not None and q.shape[1] == k.shape[1]
+        mode = self.mode
+        if mode == "banded" and full_pass and q.shape[1] <= self.window:
+            mode = "causal"
+        if mode == "causal" and key_mask is None and full_pass and dropout is None:
+            return scaled_dot_product.fused_attention(q, k, v, is_causal=True)
+        if mode == "banded" and offset is None:
+            kernel = banded_attention.native_kernel(q)
+            if kernel is not None and key_mask is None and dropout is None:
+                return kernel(q, k, v, self.window)
+            blocks = banded_attention.split(q, k, v, self.window, key_mask)
+            return blocks.merge(scaled_dot_product.attend(
+                blocks.queries, blocks.keys, blocks.values, blocks.mask, dropout
+            ))
+        mask = self._mask(query_length, key_length, key_mask, offset, ring)
+        return scaled_dot_product.attend(q, k, v, mask, dropout)
 
     def call(
-        self, query, memory=None, key_mask=None, cache=None, cache_index=None, training=None
+        self, query, memory=None, key_mask=None, cache=None, cache_index=None, training=None,
+        keep_until=None,
     ):
         self._check_inputs(query, memory)
-        q, k, v, cache = self._project(query, memory, cache, cache_index)
+        ring = self._is_ring(cache)
+        q, k, v, cache = self._project(query, memory, cache, cache_index, keep_until)
         if key_mask is not None:
             validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
         offset = cache_index if cache is not None and self.mode != "cross" else None
-        out = self._attend(q, k, v, key_mask, offset, training)  # (batch, T, heads, d_head)
+        out = self._attend(q, k, v, key_mask, offset, training, ring)  # (batch, T, heads, d_head)
         batch, length = ops.shape(query)[0], ops.shape(query)[1]
         out = self.output_projection(ops.reshape(out, (batch, length, self.d_model)))
         return out if cache is None else (out, cache)
@@ -270,7 +290,7 @@ class MultiHeadAttention(keras.layers.Layer):
         q, k, _, _ = self._project(query, memory)
         if key_mask is not None:
             validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
-        return self._probabilities(
+        return scaled_dot_product.probabilities(
             q, k, self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask)
         )
 

@@ -51,6 +51,8 @@ class TransformerBlock(keras.layers.Layer):
             the cache).
         cache_index: absolute position of `x`'s first row (with `cache`).
         training: whether dropout is active.
+        keep_until: positions from here on will be fed again: a banded
+            block's ring cache does not keep them (default: keep all).
 
     Returns:
         `(batch, T, d_model)`, or `(output, updated cache)` when `cache` is
@@ -160,6 +162,7 @@ class TransformerBlock(keras.layers.Layer):
         cache=None,
         cache_index=None,
         training=None,
+        keep_until=None,
     ):
         cached_memory = cache is not None and "cross" in cache
         if self.has_cross_attention and memory is None and not cached_memory:
@@ -188,7 +191,10 @@ class TransformerBlock(keras.layers.Layer):
         x = self._residual(
             x,
             self.self_attention_norm,
-            lambda h: attend(self.self_attention, "self", h, key_mask=padding_mask),
+            lambda h: attend(
+                self.self_attention, "self", h, key_mask=padding_mask,
+                **({} if cache is None else {"keep_until": keep_until}),
+            ),
             training,
         )
         if self.has_cross_attention:
@@ -229,21 +235,34 @@ class TransformerBlock(keras.layers.Layer):
     def empty_cache(self, batch_size, max_length, memory=None):
         """Zero key/value cache for decoding up to `max_length` positions.
 
-        A dict with `"self"`: `(batch, 2, max_length, heads, d_head)` zeros, and
-        for cross-attention blocks `"cross"`: the keys and values of `memory`.
+        A dict with `"self"`: zeros of `self_cache_shape(batch_size, max_length)`,
+        and for cross-attention blocks `"cross"`: the keys and values of `memory`.
 
         Args:
             batch_size: rows of the batch to decode.
-            max_length: positions the self-attention cache holds.
+            max_length: positions to decode (prompt plus new tokens).
             memory: `(batch, S, d_model)` encoder output (cross-attention
                 blocks only).
         """
-        heads = self.self_attention.num_heads
-        shape = (batch_size, 2, max_length, heads, self.self_attention.d_head)
+        shape = self.self_cache_shape(batch_size, max_length)
         cache = {"self": ops.zeros(shape, dtype=self.compute_dtype)}
         if self.has_cross_attention:
             cache["cross"] = self.cross_attention.key_value_cache(memory)
         return cache
+
+    def self_cache_shape(self, batch_size, max_length):
+        """Shape of the self-attention decode cache: `(batch, 2, slots, heads, d_head)`.
+
+        A slot per position (`max_length`), or for a banded block a ring of
+        `min(window, max_length)` slots.
+
+        Args:
+            batch_size: rows of the batch to decode.
+            max_length: positions to decode (prompt plus new tokens).
+        """
+        attention = self.self_attention
+        slots = attention.cache_length(max_length)
+        return (batch_size, 2, slots, attention.num_heads, attention.d_head)
 
     def compute_output_shape(self, x_shape, *args, **kwargs):
         cache_shape = kwargs.get("cache_shape")

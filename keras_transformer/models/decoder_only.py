@@ -1,5 +1,7 @@
 """GPT-2/GPT-3 style decoder-only language model."""
 
+import math
+
 import keras
 
 from keras_transformer import masks
@@ -110,7 +112,7 @@ class DecoderOnly(TransformerModel):
     def call(self, ids, training=None):
         return self._forward(ids, training=training)
 
-    def call_with_cache(self, ids, caches, cache_index):
+    def call_with_cache(self, ids, caches, cache_index, keep_until=None):
         """One cached decoding step: logits for `ids` at positions `cache_index..`.
 
         Args:
@@ -119,12 +121,16 @@ class DecoderOnly(TransformerModel):
                 first call, then 1).
             caches: `empty_cache(...)`, or the caches the previous step returned.
             cache_index: absolute position of `ids[:, 0]` (int or scalar tensor).
+            keep_until: for a caller that will feed positions from here on
+                again (the decode loop, after prefilling prompts of several
+                lengths): banded layers' ring caches keep only the positions
+                before it. Default: keep all.
 
         Returns:
             `(logits (batch, T, vocab), updated caches)`. No padding mask is
             applied: every cached position before the query is a real token.
         """
-        return self._forward(ids, caches=caches, cache_index=cache_index)
+        return self._forward(ids, caches=caches, cache_index=cache_index, keep_until=keep_until)
 
     def empty_cache(self, batch_size, max_length):
         """Per-block zero key/value caches for decoding up to `max_length` positions.
@@ -134,6 +140,31 @@ class DecoderOnly(TransformerModel):
             max_length: positions each cache holds (prompt plus new tokens).
         """
         return [block.empty_cache(batch_size, max_length) for block in self.blocks]
+
+    def cache_bytes(self, batch_size, max_length):
+        """Bytes the decode caches of `empty_cache(batch_size, max_length)` take.
+
+        Dense layers hold every position; GPT-3's banded layers hold a ring of
+        their `attention_window` last positions, so with long outputs a
+        GPT-3-style model's cache is dominated by its dense layers.
+
+        Args:
+            batch_size: rows of the batch to decode.
+            max_length: positions to decode (prompt plus new tokens).
+
+        Example:
+        >>> gpt = DecoderOnly(vocab_size=50, num_layers=2, d_model=16, num_heads=2,
+        ...                   d_ff=32, max_length=256)
+        >>> banded = DecoderOnly(vocab_size=50, num_layers=2, d_model=16, num_heads=2,
+        ...                      d_ff=32, max_length=256, attention_window=16)
+        >>> gpt.cache_bytes(1, 256), banded.cache_bytes(1, 256)  # float32
+        (65536, 34816)
+        """
+        itemsize = int("".join(c for c in self.compute_dtype if c.isdigit())) // 8  # bfloat16: 2
+        return sum(
+            math.prod(block.self_cache_shape(batch_size, max_length)) * itemsize
+            for block in self.blocks
+        )
 
     def generate(
         self, prompt_ids, max_new_tokens=32, sampler=None, stop_ids=None, beam_size=None,
@@ -182,14 +213,14 @@ class DecoderOnly(TransformerModel):
             beam_size=beam_size, alpha=alpha, num_return=num_return, padding_mask=padding_mask,
         )
 
-    def _forward(self, ids, caches=None, cache_index=None, training=None):
+    def _forward(self, ids, caches=None, cache_index=None, training=None, keep_until=None):
         """The one forward pass, full (`caches=None`) or cached."""
         start = 0 if caches is None else cache_index
         hidden = self.embed(ids, start_index=start, training=training)  # (batch, T, d)
         padding = None if caches is not None else masks.padding_mask(ids, self.config.pad_id)
         out = self.run_stack(
             self.blocks, self.final_norm, hidden, padding, training,
-            caches=caches, cache_index=cache_index,
+            caches=caches, cache_index=cache_index, keep_until=keep_until,
         )
         if caches is None:
             return self.logits(out)  # (batch, T, vocab)

@@ -144,7 +144,7 @@ class TransformerModel(keras.Model):
     @staticmethod
     def run_stack(
         blocks, final_norm, hidden, padding_mask, training=None, caches=None,
-        cache_index=None, **memory,
+        cache_index=None, keep_until=None, **memory,
     ):
         """Runs `hidden` through `blocks` (and the pre-LN final norm).
 
@@ -159,6 +159,8 @@ class TransformerModel(keras.Model):
             training: whether dropout is active.
             caches: one key/value cache per block, or None for a full pass.
             cache_index: absolute position of `hidden`'s first row (with `caches`).
+            keep_until: positions from here on will be fed again (banded
+                layers' ring caches do not keep them); default all.
             **memory: `memory` and `memory_mask` for decoder blocks with
                 cross-attention.
         """
@@ -169,7 +171,8 @@ class TransformerModel(keras.Model):
             else:
                 hidden, cache = block(
                     hidden, padding_mask=padding_mask, cache=caches[i],
-                    cache_index=cache_index, training=training, **memory,
+                    cache_index=cache_index, training=training, keep_until=keep_until,
+                    **memory,
                 )
                 updated.append(cache)
         if final_norm is not None:
