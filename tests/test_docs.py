@@ -161,6 +161,7 @@ def run_script(code_or_args, tmp_path, timeout=900):
     return result.stdout
 
 
+@pytest.mark.slow  # a script in a subprocess: once is enough (its library is tested everywhere)
 def test_quickstart_runs_as_written(tmp_path):
     blocks = python_blocks(os.path.join(ROOT, "docs", "quickstart.md"))
     assert len(blocks) >= 5
@@ -168,6 +169,7 @@ def test_quickstart_runs_as_written(tmp_path):
     assert "19200" in out
 
 
+@pytest.mark.slow  # a script in a subprocess: once is enough (its library is tested everywhere)
 def test_warmup_experiment_smoke(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "warmup.png"
@@ -179,6 +181,7 @@ def test_warmup_experiment_smoke(tmp_path):
     assert "post" in out and "pre" in out
 
 
+@pytest.mark.slow  # a script in a subprocess: once is enough (its library is tested everywhere)
 def test_figure_script_runs(tmp_path):
     pytest.importorskip("matplotlib")
     run_script(

@@ -27,6 +27,7 @@ def load_example(name):
     return module
 
 
+@pytest.mark.slow  # a script in a subprocess: once is enough (its library is tested everywhere)
 def test_translate_smoke_writes_translator_template_heatmap_and_scores(tmp_path):
     results = load_example("translate").main(["--smoke", "--output", str(tmp_path)])
     for name in ("translator.keras", "tokenizer.spm", "cross_attention.png", "results.json"):
@@ -60,6 +61,7 @@ def test_translate_smoke_writes_translator_template_heatmap_and_scores(tmp_path)
     assert all(entry.translated() or "fuzzy" in entry.flags for entry in filled)
 
 
+@pytest.mark.slow  # a script in a subprocess: once is enough (its library is tested everywhere)
 def test_gpt_smoke_reports_perplexity_and_samples(tmp_path):
     results = load_example("gpt").main(["--smoke", "--output", str(tmp_path)])
     assert math.isfinite(results["perplexity"]) and results["perplexity"] > 1

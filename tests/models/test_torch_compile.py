@@ -26,12 +26,17 @@ def _compiled(model):
                          backend="aot_eager")
 
 
-@pytest.mark.parametrize("pad_id, attention_dropout", [(None, 0.0), (0, 0.1)])
-def test_decoder_only_forward_and_backward_trace_as_one_graph(pad_id, attention_dropout):
+@pytest.mark.parametrize(
+    "preset, pad_id, attention_dropout",
+    [("gpt2_tiny", None, 0.0), ("gpt2_tiny", 0, 0.1), ("gpt3_tiny", 0, 0.0)],
+)
+def test_decoder_only_forward_and_backward_trace_as_one_graph(preset, pad_id, attention_dropout):
+    """gpt3_tiny: a dense and a banded layer (window 4 < 16 positions: the blocked path)."""
     import torch
 
     model = kt.DecoderOnly.from_preset(
-        "gpt2_tiny", dropout=0.1, attention_dropout=attention_dropout, pad_id=pad_id
+        preset, dropout=0.1, attention_dropout=attention_dropout, pad_id=pad_id,
+        num_layers=2 if preset == "gpt3_tiny" else 1,
     )
     ids = torch.tensor(np.random.default_rng(0).integers(1, 128, (2, 16)), dtype=torch.int32)
     ids[1, -3:] = 0  # padding when pad_id=0, a real token otherwise
