@@ -83,8 +83,7 @@ def torch_step(layer, x):
     """`(run() -> seconds, peak bytes or None)`: an eager forward+backward step on torch."""
     import torch
 
-    x = torch.as_tensor(np.asarray(x)).to(layer.weights[0].value.device)
-    cuda = x.is_cuda
+    cuda = x.is_cuda  # `x` is already a tensor on Keras' device
 
     def once():
         for v in layer.trainable_variables:

@@ -9,6 +9,8 @@
 #   4 decode       greedy decoding, 32 + 256 tokens at batch 1 and 64: JAX vs keras-hub, torch vs HF
 #   5 maxlen       the longest GPT-2 small sequence that trains at batch 1, ours vs keras-hub
 #   6 translate    transformer_base on the gettext pairs (bf16), its BLEU next to the CPU demo's
+#   7 banded       one GPT-3 banded layer (bf16), blocked / windowed kernel vs dense-masked,
+#                  T = 1k to 32k, on JAX (cuDNN local window) and torch (FlexAttention)
 #
 #   bash benchmarks/gpu_suite.sh results/                       # every part, 14-minute budget
 #   PARTS="jax-gpt2 torch-gpt2 transformer" BUDGET=540 bash benchmarks/gpu_suite.sh results/
@@ -22,11 +24,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-benchmark-results}
-parts=${PARTS:-jax-gpt2 torch-gpt2 transformer decode maxlen translate}
+parts=${PARTS:-jax-gpt2 torch-gpt2 transformer decode maxlen translate banded}
 budget=${BUDGET:-840}
 python=${PYTHON:-python}
 declare -A ESTIMATES=([jax-gpt2]=240 [torch-gpt2]=200 [transformer]=120 [decode]=150
-                      [maxlen]=150 [translate]=300)
+                      [maxlen]=150 [translate]=300 [banded]=120)
 export PYTHONUNBUFFERED=1
 for part in $parts; do
   if [ -z "${ESTIMATES[$part]:-}" ]; then echo "unknown part $part (${!ESTIMATES[*]})"; exit 2; fi
@@ -71,6 +73,12 @@ for part in $parts; do
       timeout "$(remaining)" $python benchmarks/train_throughput.py --backends jax --timeout 120 \
         --max-length-sweep "${LENGTHS:-16384,32768,65536}" --json "$out/5_maxlen.json" \
         | tee "$out/5_maxlen.txt" || status=1 ;;
+    banded)
+      for backend in jax torch; do
+        KERAS_BACKEND=$backend timeout "$(remaining)" $python benchmarks/banded_attention.py \
+          --dtype bfloat16 --lengths 1024 2048 4096 8192 16384 32768 \
+          --json "$out/7_banded_$backend.json" | tee "$out/7_banded_$backend.txt" || status=1
+      done ;;
     translate)
       # needs TensorFlow (the tf.data pipeline), keras-hub, sentencepiece, polib, sacreBLEU
       # and the system's German gettext catalogs

@@ -58,14 +58,24 @@ class Blocks(NamedTuple):
         return out[:, : self.length]
 
 
+def _zeros_like_rows(x, rows):
+    """Zeros shaped like `x` `(B, L, ...)` with `rows` in place of L.
+
+    (Built with `concatenate`, not `ops.pad`: the torch backend's `pad` makes
+    `torch.compile` break the graph in the next layer call.)
+    """
+    shape = (ops.shape(x)[0], rows) + tuple(ops.shape(x)[2:])
+    return ops.zeros(shape, dtype=x.dtype)
+
+
 def _pad_length(x, pad):
     """`x` `(B, T, ...)` padded with zeros to `(B, T + pad, ...)`."""
-    return ops.pad(x, [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2))
+    return ops.concatenate([x, _zeros_like_rows(x, pad)], axis=1)
 
 
 def _with_previous(x):
     """`(B, n, w, ...)` -> `(B, n, 2w, ...)`: each block after the one before it (zeros first)."""
-    previous = ops.pad(x[:, :-1], [[0, 0], [1, 0]] + [[0, 0]] * (len(x.shape) - 2))
+    previous = ops.concatenate([_zeros_like_rows(x, 1), x[:, :-1]], axis=1)
     return ops.concatenate([previous, x], axis=2)
 
 
