@@ -135,7 +135,8 @@ def jax_windowed_attention(q, k, v, window, implementation=None):
     `implementation=None` lets JAX pick cuDNN's fused windowed kernel on GPU;
     `"xla"` (which builds the dense mask) is the reference on CPU.
     """
-    jax = sys.modules.get("jax") or __import__("jax")
+    import jax
+
     return jax.nn.dot_product_attention(
         q, k, v, is_causal=True, local_window_size=(window - 1, 0),
         implementation=implementation,

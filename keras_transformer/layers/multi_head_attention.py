@@ -143,12 +143,13 @@ class MultiHeadAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, parts, self.num_heads, self.d_head))
         return [x[:, :, i] for i in range(parts)]
 
-    def _project(self, query, memory, cache=None, cache_index=None, keep_until=None):
+    def _project(self, query, memory, cache=None, cache_index=None, keep_until=None, ring=False):
         """Q, K, V `(batch, L, heads, d_head)` and the updated cache (or None).
 
         Self-attention writes this call's keys and values into `cache` at
-        `cache_index` and attends over the whole cache; cross-attention reads
-        its keys and values from `cache` (see `key_value_cache`) when given.
+        `cache_index` and attends over the whole cache (with `ring`, the
+        ring's slots then this call's keys); cross-attention reads its keys
+        and values from `cache` (see `key_value_cache`) when given.
         """
         if self.mode == "cross":
             (q,) = self._split_heads(self.query_projection(query), 1)
@@ -166,11 +167,11 @@ class MultiHeadAttention(keras.layers.Layer):
         q, k, v = self._split_heads(self.qkv_projection(query), 3)
         if cache is None:
             return q, k, v, None
-        if self._is_ring(cache):
-            ring = key_value_cache.write_ring(cache, cache_index, k, v, keep_until)
+        if ring:
+            updated = key_value_cache.write_ring(cache, cache_index, k, v, keep_until)
             k = ops.concatenate([ops.cast(cache[:, 0], k.dtype), k], axis=1)  # (B, w + T, H, d)
             v = ops.concatenate([ops.cast(cache[:, 1], v.dtype), v], axis=1)
-            return q, k, v, ring
+            return q, k, v, updated
         k, v, cache = key_value_cache.write(cache, cache_index, k, v)  # (B, S, H, d) each
         return q, k, v, cache
 
@@ -255,7 +256,7 @@ class MultiHeadAttention(keras.layers.Layer):
     ):
         self._check_inputs(query, memory)
         ring = self._is_ring(cache)
-        q, k, v, cache = self._project(query, memory, cache, cache_index, keep_until)
+        q, k, v, cache = self._project(query, memory, cache, cache_index, keep_until, ring)
         if key_mask is not None:
             validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
         offset = cache_index if cache is not None and self.mode != "cross" else None

@@ -192,8 +192,7 @@ class TransformerBlock(keras.layers.Layer):
             x,
             self.self_attention_norm,
             lambda h: attend(
-                self.self_attention, "self", h, key_mask=padding_mask,
-                **({} if cache is None else {"keep_until": keep_until}),
+                self.self_attention, "self", h, key_mask=padding_mask, keep_until=keep_until
             ),
             training,
         )
