@@ -32,7 +32,6 @@ GPT-2 small trains one step at batch 1 (dropout 0 and 0.1), ours and keras-hub's
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess

@@ -25,10 +25,6 @@ from keras_transformer.data.tokenizers import PAD_ID
 from keras_transformer.data.tokenizers import START_ID
 
 
-def _tf(feature):
-    return require("tensorflow", feature)
-
-
 def tokenize_pairs(pairs, tokenizer, batch_size=1024):
     """Token ids of each `(source, target)` pair, tokenized once and cached.
 
@@ -41,7 +37,7 @@ def tokenize_pairs(pairs, tokenizer, batch_size=1024):
         A `tf.data.Dataset` of `{"source": (S,), "target": (T,)}` int
         ids, without special tokens.
     """
-    tf = _tf("tokenize_pairs")
+    tf = require("tensorflow", "tokenize_pairs")
     sources = [source for source, _ in pairs]
     targets = [target for _, target in pairs]
     data = tf.data.Dataset.from_tensor_slices({"source": sources, "target": targets})
@@ -110,7 +106,7 @@ def translation_dataset(
     >>> inputs["source"].shape, inputs["target"].shape, labels.shape
     (TensorShape([2, 8]), TensorShape([2, 8]), TensorShape([2, 8]))
     """
-    tf = _tf("translation_dataset")
+    tf = require("tensorflow", "translation_dataset")
     _check_batching(tokens_per_batch, max_length, bucket_width)
     validation.check_bool("shuffle", shuffle)
     drop_remainder = shuffle if drop_remainder is None else drop_remainder
@@ -145,7 +141,7 @@ def _with_cardinality(data):
     """Counts the batches once (filling the tokenization cache) and records the
     count, so `fit` shows a progress bar with a total from the first epoch.
     The count is the same every epoch: bucket membership depends on lengths only."""
-    tf = _tf("_with_cardinality")
+    tf = require("tensorflow", "translation_dataset")  # its caller has imported it
     count = int(data.reduce(np.int64(0), lambda count, _: count + 1))
     return data.apply(tf.data.experimental.assert_cardinality(count))
 
@@ -182,7 +178,7 @@ def language_model_dataset(
     """
     from keras_transformer.training.teacher_forcing import next_token_windows
 
-    tf = _tf("language_model_dataset")
+    tf = require("tensorflow", "language_model_dataset")
     validation.check_int("sequence_length", sequence_length)
     validation.check_int("batch_size", batch_size)
     validation.check_bool("shuffle", shuffle)

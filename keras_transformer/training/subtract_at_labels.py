@@ -34,9 +34,7 @@ def subtract_at_labels(values, labels, amounts):
     values = ops.convert_to_tensor(values)
     labels = ops.cast(labels, "int32")
     amounts = ops.cast(amounts, values.dtype)
-    if keras.backend.backend() == "torch":
-        import torch  # only here: Keras' torch scatter_update clones `values`
-
+    if keras.backend.backend() == "torch":  # Keras' torch scatter_update clones `values`
         return values.scatter_add_(-1, labels.long()[..., None], -amounts[..., None])
     batch, length = ops.shape(labels)[0], ops.shape(labels)[1]
     rows = ops.repeat(ops.arange(batch, dtype="int32"), length)  # (batch * T,)
