@@ -30,8 +30,8 @@ def measure(layers, d_model, batch, prompt, new_tokens):
     requires_grad = []
     step = model.call_with_cache
 
-    def recording(ids, caches, index):  # what every decode step hands on
-        logits, caches = step(ids, caches, index)
+    def recording(ids, caches, index, **kwargs):  # what every decode step hands on
+        logits, caches = step(ids, caches, index, **kwargs)
         tensors = [logits] + [cache["self"] for cache in caches]
         requires_grad.append(any(getattr(t, "requires_grad", False) for t in tensors))
         return logits, caches
@@ -43,8 +43,7 @@ def measure(layers, d_model, batch, prompt, new_tokens):
     out = model.generate(ids, max_new_tokens=new_tokens)
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert out.shape == (batch, prompt + new_tokens)
-    positions = prompt + new_tokens
-    cache_bytes = layers * batch * 2 * positions * d_model * 4
+    cache_bytes = model.cache_bytes(batch, prompt + new_tokens)  # float32, every layer dense
     return dict(backend=keras.backend.backend(), new_tokens=new_tokens,
                 peak_growth_mib=(after - before) / 1024, cache_mib=cache_bytes / 2**20,
                 requires_grad=any(requires_grad))
