@@ -1,10 +1,11 @@
 """`tf.data` input pipelines that feed `model.fit` under every backend.
 
 Keras 3 accepts a `tf.data.Dataset` as `fit` input under TensorFlow, JAX and
-PyTorch alike; these pipelines tokenize once (cached), add the special tokens,
-group examples of similar length into batches of about the same number of
-tokens, pad each batch to its bucket's length (so a compiled step sees a few
-shapes, not one per batch), shuffle and prefetch.
+PyTorch alike. These pipelines carry the batches of `batches.py`
+(`TranslationBatches`, `LanguageModelBatches`): the same arrays, epoch for
+epoch, as those `PyDataset`s give, with the batch count recorded (a progress
+bar with a total) and prefetching. An iteration serves epoch `k` of the plan
+after `k` iterations have run to their end (see `batches.py`).
 
 Shapes produced (the conventions of `keras_transformer.masks`):
 
@@ -13,58 +14,43 @@ Shapes produced (the conventions of `keras_transformer.masks`):
 - `language_model_dataset`: `(inputs (B, T), labels (B, T))`, labels the inputs
   moved one token on.
 
-This module needs TensorFlow and imports it only when called.
+This module needs TensorFlow and imports it only when called; without it, use
+the `PyDataset`s directly.
 """
 
-import numpy as np
-
-from keras_transformer import validation
-from keras_transformer.optional_dependencies import require
+from keras_transformer.data.batches import LanguageModelBatches
+from keras_transformer.data.batches import TranslationBatches
 from keras_transformer.data.tokenizers import END_ID
-from keras_transformer.data.tokenizers import PAD_ID
-from keras_transformer.data.tokenizers import START_ID
+from keras_transformer.optional_dependencies import require
 
 
-def tokenize_pairs(pairs, tokenizer, batch_size=1024):
-    """Token ids of each `(source, target)` pair, tokenized once and cached.
+def as_tf_dataset(batches):
+    """A `tf.data.Dataset` of a `TranslationBatches` or `LanguageModelBatches`.
 
-    Args:
-        pairs: a sequence of `(source text, target text)`.
-        tokenizer: a tokenizer layer mapping a batch of strings to ids.
-        batch_size: strings tokenized per call.
-
-    Returns:
-        A `tf.data.Dataset` of `{"source": (S,), "target": (T,)}` int
-        ids, without special tokens.
-    """
-    tf = require("tensorflow", "tokenize_pairs")
-    sources = [source for source, _ in pairs]
-    targets = [target for _, target in pairs]
-    data = tf.data.Dataset.from_tensor_slices({"source": sources, "target": targets})
-    data = data.batch(batch_size).map(
-        lambda batch: {key: tokenizer(value) for key, value in batch.items()},
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
-    return data.unbatch().cache()
-
-
-def bucket_lengths(max_length, bucket_width):
-    """Padded lengths of the buckets: `bucket_width, 2 * bucket_width, ...,
-    max_length`. Each batch is padded to the smallest one its longest example fits.
+    An iteration yields `batches.batch(k, i)` for every `i`, where `k` counts
+    the iterations that ran to their end before it: epoch `k` of the same
+    seeded plan. The `PyDataset` itself is left as it is.
 
     Args:
-        max_length: the longest sequence kept (the last bucket's length).
-        bucket_width: the step between bucket lengths.
+        batches: a `TranslationBatches` or `LanguageModelBatches`.
 
     Returns:
-        A list of ints.
-
-    Example:
-    >>> bucket_lengths(40, 16)
-    [16, 32, 40]
+        A `tf.data.Dataset` of known cardinality, prefetched.
     """
-    lengths = list(range(bucket_width, max_length, bucket_width))
-    return lengths + [max_length]
+    tf = require("tensorflow", "as_tf_dataset")
+    completed = [0]  # iterations run to their end
+    count = len(batches)
+
+    def one_epoch():
+        epoch = completed[0]
+        for index in range(count):
+            yield batches.batch(epoch, index)
+        completed[0] = epoch + 1
+
+    signature = tf.nest.map_structure(
+        lambda array: tf.TensorSpec((None,) * array.ndim, array.dtype), batches.batch(0, 0))
+    data = tf.data.Dataset.from_generator(one_epoch, output_signature=signature)
+    return data.apply(tf.data.experimental.assert_cardinality(count)).prefetch(tf.data.AUTOTUNE)
 
 
 def translation_dataset(
@@ -73,95 +59,52 @@ def translation_dataset(
 ):
     """A `model.fit`-ready `tf.data.Dataset` of translation pairs for an `EncoderDecoder`.
 
-    Each source becomes `ids + [END_ID]`; each target becomes the labels
-    `ids + [END_ID]` and the decoder input `[START_ID] + ids` (teacher
-    forcing). Pairs whose source or labels exceed `max_length` tokens are
-    dropped. Examples are bucketed by their longer side; a bucket of padded
-    length `L` is batched `tokens_per_batch // L` examples at a time.
+    The batches of `TranslationBatches` with the same arguments (what each
+    holds is described there): sources and labels ending in `END_ID`, decoder
+    inputs behind `START_ID`, bucketed by length, reshuffled each epoch.
 
     Args:
         pairs: a sequence of `(source text, target text)`.
-        tokenizer: a tokenizer layer mapping strings to int ids (e.g. from
-            `train_sentencepiece`), with the special ids of
-            `keras_transformer.data.tokenizers`.
-        tokens_per_batch: padded source tokens per batch (the paper batched
-            about 25,000 source and 25,000 target tokens).
+        tokenizer: a callable mapping a list of strings to id sequences.
+        tokens_per_batch: padded source tokens per batch.
         max_length: longest source or target kept, special token included.
         bucket_width: granularity of the padded lengths (see `bucket_lengths`).
-        shuffle: shuffle examples (reshuffled each epoch) and batches.
+        shuffle: shuffle examples and batches, differently each epoch.
         seed: shuffling seed.
-        drop_remainder: drop each bucket's last partial batch (fewer compiled
-            shapes); default: the value of `shuffle` (training).
+        drop_remainder: drop each bucket's last partial batch; default `shuffle`.
 
     Returns:
         A `tf.data.Dataset` of `({"source": (B, L), "target": (B, L)},
         labels (B, L))` int32 batches.
 
     Example:
-    >>> import tensorflow as tf
-    >>> tokenizer = lambda text: tf.strings.unicode_decode(text, "UTF-8") % 50 + 4
-    >>> data = translation_dataset([("hi", "hallo"), ("yes", "ja")], tokenizer,
+    >>> chars = lambda texts: [[ord(c) % 50 + 4 for c in t] for t in texts]
+    >>> data = translation_dataset([("hi", "hallo"), ("yes", "ja")], chars,
     ...                            tokens_per_batch=16, max_length=8, shuffle=False)
     >>> inputs, labels = next(iter(data))
     >>> inputs["source"].shape, inputs["target"].shape, labels.shape
     (TensorShape([2, 8]), TensorShape([2, 8]), TensorShape([2, 8]))
     """
-    tf = require("tensorflow", "translation_dataset")
-    _check_batching(tokens_per_batch, max_length, bucket_width)
-    validation.check_bool("shuffle", shuffle)
-    drop_remainder = shuffle if drop_remainder is None else drop_remainder
-    validation.check_bool("drop_remainder", drop_remainder)
-
-    def add_special_tokens(example):
-        end = tf.constant([END_ID], dtype="int32")
-        source = tf.concat([tf.cast(example["source"], "int32"), end], axis=0)
-        labels = tf.concat([tf.cast(example["target"], "int32"), end], axis=0)
-        target = tf.concat([tf.constant([START_ID], dtype="int32"), labels[:-1]], axis=0)
-        return {"source": source, "target": target, "labels": labels}
-
-    def fits(example):
-        return tf.logical_and(
-            tf.size(example["source"]) <= max_length, tf.size(example["labels"]) <= max_length
-        )
-
-    data = tokenize_pairs(pairs, tokenizer).map(add_special_tokens).filter(fits)
-    if shuffle:
-        data = data.shuffle(len(pairs), seed=seed, reshuffle_each_iteration=True)
-    data = _bucket(
-        data, lambda e: tf.maximum(tf.size(e["source"]), tf.size(e["labels"])),
-        tokens_per_batch, max_length, bucket_width, drop_remainder,
-    )
-    data = data.map(lambda e: ({"source": e["source"], "target": e["target"]}, e["labels"]))
-    if shuffle:
-        data = data.shuffle(64, seed=seed + 1, reshuffle_each_iteration=True)
-    return _with_cardinality(data).prefetch(tf.data.AUTOTUNE)
-
-
-def _with_cardinality(data):
-    """Counts the batches once (filling the tokenization cache) and records the
-    count, so `fit` shows a progress bar with a total from the first epoch.
-    The count is the same every epoch: bucket membership depends on lengths only."""
-    tf = require("tensorflow", "translation_dataset")  # its caller has imported it
-    count = int(data.reduce(np.int64(0), lambda count, _: count + 1))
-    return data.apply(tf.data.experimental.assert_cardinality(count))
+    require("tensorflow", "translation_dataset")
+    return as_tf_dataset(TranslationBatches(
+        pairs, tokenizer, tokens_per_batch=tokens_per_batch, max_length=max_length,
+        bucket_width=bucket_width, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder))
 
 
 def language_model_dataset(
     texts, tokenizer, sequence_length, batch_size, shuffle=True, seed=0, separator_id=END_ID,
 ):
-    """A `model.fit`-ready dataset of next-token windows for a `DecoderOnly`.
+    """A `model.fit`-ready `tf.data.Dataset` of next-token windows for a `DecoderOnly`.
 
-    The texts are tokenized once and joined into one stream, each followed
-    by `separator_id`; the stream is cut into windows of `sequence_length`
-    tokens whose labels are the same window moved one token on
-    (`keras_transformer.training.next_token_windows`).
+    The batches of `LanguageModelBatches` with the same arguments (described
+    there): windows of one token stream, labels one token on.
 
     Args:
         texts: a sequence of strings (e.g. source files).
-        tokenizer: a tokenizer layer mapping strings to int ids.
+        tokenizer: a callable mapping a list of strings to id sequences.
         sequence_length: tokens per window (the model's context).
         batch_size: windows per batch (the last partial batch is dropped).
-        shuffle: shuffle the windows each epoch.
+        shuffle: shuffle the windows, differently each epoch.
         seed: shuffling seed.
         separator_id: token put after each text (None for none).
 
@@ -169,51 +112,13 @@ def language_model_dataset(
         A `tf.data.Dataset` of `(inputs (B, T), labels (B, T))` int32.
 
     Example:
-    >>> import tensorflow as tf
-    >>> tokenizer = lambda text: tf.strings.unicode_decode(text, "UTF-8") % 50 + 4
-    >>> data = language_model_dataset(["hello world"] * 4, tokenizer,
+    >>> chars = lambda texts: [[ord(c) % 50 + 4 for c in t] for t in texts]
+    >>> data = language_model_dataset(["hello world"] * 4, chars,
     ...                               sequence_length=8, batch_size=2)
     >>> [tuple(t.shape) for t in next(iter(data))]
     [(2, 8), (2, 8)]
     """
-    from keras_transformer.training.teacher_forcing import next_token_windows
-
-    tf = require("tensorflow", "language_model_dataset")
-    validation.check_int("sequence_length", sequence_length)
-    validation.check_int("batch_size", batch_size)
-    validation.check_bool("shuffle", shuffle)
-    stream = []
-    for ids in tf.data.Dataset.from_tensor_slices(list(texts)).batch(256).map(tokenizer):
-        for row in ids:
-            stream.append(np.asarray(row, dtype="int32"))
-            if separator_id is not None:
-                stream.append(np.array([separator_id], dtype="int32"))
-    inputs, labels = next_token_windows(np.concatenate(stream), sequence_length)
-    data = tf.data.Dataset.from_tensor_slices((inputs, labels))
-    if shuffle:
-        data = data.shuffle(len(inputs), seed=seed, reshuffle_each_iteration=True)
-    return data.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-
-
-def _check_batching(tokens_per_batch, max_length, bucket_width):
-    validation.check_int("tokens_per_batch", tokens_per_batch)
-    validation.check_int("max_length", max_length, minimum=2)
-    validation.check_int("bucket_width", bucket_width)
-    if tokens_per_batch < max_length:
-        raise ValueError(
-            f"`tokens_per_batch` ({tokens_per_batch}) must be >= `max_length` "
-            f"({max_length}) so the longest bucket holds one example."
-        )
-
-
-def _bucket(data, length_of, tokens_per_batch, max_length, bucket_width, drop_remainder):
-    """Batches examples of similar length, padded to their bucket's length."""
-    lengths = bucket_lengths(max_length, bucket_width)
-    return data.bucket_by_sequence_length(
-        element_length_func=length_of,
-        bucket_boundaries=[length + 1 for length in lengths],
-        bucket_batch_sizes=[tokens_per_batch // length for length in lengths] + [1],
-        pad_to_bucket_boundary=True,
-        padding_values=PAD_ID,
-        drop_remainder=drop_remainder,
-    )
+    require("tensorflow", "language_model_dataset")
+    return as_tf_dataset(LanguageModelBatches(
+        texts, tokenizer, sequence_length, batch_size, shuffle=shuffle, seed=seed,
+        separator_id=separator_id))

@@ -1,0 +1,166 @@
+"""PyDataset batches: every example once an epoch, seeded reshuffles, bucketed shapes, and `fit`
+under each backend, where training on the tf.data pipeline gives the same weights."""
+
+import keras
+import numpy as np
+import pytest
+
+import keras_transformer as kt
+from keras_transformer.data import END_ID
+from keras_transformer.data import PAD_ID
+from keras_transformer.data import START_ID
+
+
+def chars(texts):
+    """Characters as ids 4..63 (ids 0-3 are the special tokens); plain Python, no TensorFlow."""
+    return [[ord(c) % 60 + 4 for c in text] for text in texts]
+
+
+PAIRS = [(f"message {'x' * (i % 23)} {i}", f"Meldung {'y' * (i % 43)} {i}") for i in range(300)]
+TEXTS = [source for source, _ in PAIRS]
+
+
+def translation(**arguments):
+    arguments = dict(tokens_per_batch=256, max_length=48, bucket_width=16, seed=3) | arguments
+    return kt.data.TranslationBatches(PAIRS, chars, **arguments)
+
+
+def language_model(**arguments):
+    arguments = dict(sequence_length=16, batch_size=8, seed=3) | arguments
+    return kt.data.LanguageModelBatches(TEXTS, chars, **arguments)
+
+
+def flat(batch):
+    """A batch as a list of arrays, whatever its nesting."""
+    inputs, labels = batch
+    if isinstance(inputs, dict):
+        return [np.asarray(inputs["source"]), np.asarray(inputs["target"]), np.asarray(labels)]
+    return [np.asarray(inputs), np.asarray(labels)]
+
+
+def epoch_of(data):
+    """Every batch of the data's current epoch, then moves it to the next (as `fit` does)."""
+    batches = [flat(data[i]) for i in range(len(data))]
+    data.on_epoch_end()
+    return batches
+
+
+def assert_same_batches(first, second):
+    assert len(first) == len(second)
+    for one, other in zip(first, second):
+        assert len(one) == len(other)
+        for a, b in zip(one, other):
+            assert a.dtype == b.dtype == np.int32
+            np.testing.assert_array_equal(a, b)
+
+
+def test_each_epoch_holds_every_pair_once_with_special_tokens_and_buckets():
+    data = translation(shuffle=True, drop_remainder=False)
+    expected = sorted(
+        (tuple(chars([s])[0] + [END_ID]), tuple(chars([t])[0] + [END_ID])) for s, t in PAIRS
+        if len(s) < 48 and len(t) < 48
+    )
+    assert len(expected) < len(PAIRS)  # some pairs are too long and left out
+    for _ in range(2):
+        seen = []
+        for source, target, labels in epoch_of(data):
+            width = source.shape[1]
+            assert width in (16, 32, 48) and source.shape[0] <= 256 // width
+            assert source.shape == target.shape == labels.shape
+            # Teacher forcing: the decoder input is the labels shifted right behind START.
+            np.testing.assert_array_equal(target[:, 0], START_ID)
+            np.testing.assert_array_equal(target[:, 1:][target[:, 1:] != PAD_ID],
+                                          labels[:, :-1][target[:, 1:] != PAD_ID])
+            np.testing.assert_array_equal((target != PAD_ID).sum(1), (labels != PAD_ID).sum(1))
+            # Each batch is padded to its bucket: its longest row needs this bucket.
+            longest = max((source != PAD_ID).sum(1).max(), (labels != PAD_ID).sum(1).max())
+            assert width - 16 < longest <= width
+            seen += [(tuple(s[s != PAD_ID]), tuple(l[l != PAD_ID])) for s, l in zip(source, labels)]
+        assert sorted(seen) == expected
+
+
+def test_reshuffles_each_epoch_the_same_way_for_the_same_seed():
+    for make in (translation, language_model):
+        first, again, other = make(), make(), make(seed=4)
+        epochs = [epoch_of(first) for _ in range(2)]
+        assert_same_batches(epochs[0], epoch_of(again))
+        assert_same_batches(epochs[1], epoch_of(again))
+        assert len(epochs[0]) == len(epochs[1])
+        assert any(not np.array_equal(a[0], b[0]) for a, b in zip(*epochs))
+        assert any(not np.array_equal(a[0], b[0]) for a, b in zip(epochs[0], epoch_of(other)))
+
+
+def test_training_drops_partial_batches_so_shapes_repeat():
+    shapes = {batch[0].shape for batch in epoch_of(translation(tokens_per_batch=512))}
+    assert shapes <= {(32, 16), (16, 32), (10, 48)}
+
+
+def test_language_model_windows_follow_the_stream_in_order_without_shuffle():
+    texts = ["abcdefghij", "klmnopqrstuvwxyz"]
+    data = kt.data.LanguageModelBatches(texts, chars, sequence_length=5, batch_size=2,
+                                        shuffle=False)
+    stream = chars(texts[:1])[0] + [END_ID] + chars(texts[1:])[0] + [END_ID]
+    assert len(data) == (len(stream) - 1) // 5 // 2
+    inputs, labels = data[0]
+    assert inputs.shape == labels.shape == (2, 5)
+    np.testing.assert_array_equal(inputs, [stream[0:5], stream[5:10]])
+    np.testing.assert_array_equal(labels, [stream[1:6], stream[6:11]])
+    with pytest.raises(IndexError):
+        data[len(data)]
+
+
+@pytest.mark.parametrize("make, arguments, name", [
+    (translation, dict(tokens_per_batch=0), "tokens_per_batch"),
+    (translation, dict(tokens_per_batch=16, max_length=32), "tokens_per_batch"),
+    (translation, dict(max_length=1), "max_length"),
+    (translation, dict(bucket_width=0), "bucket_width"),
+    (translation, dict(shuffle="yes"), "shuffle"),
+    (translation, dict(drop_remainder=1), "drop_remainder"),
+    (language_model, dict(seed=-1), "seed"),
+    (language_model, dict(sequence_length=0), "sequence_length"),
+    (language_model, dict(batch_size=1.5), "batch_size"),
+])
+def test_arguments_are_validated(make, arguments, name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        make(**arguments)
+
+
+def _trained_weights(model_cls, data, **arguments):
+    keras.utils.set_random_seed(1)
+    model = model_cls(vocab_size=64, num_layers=1, d_model=16, num_heads=2, d_ff=32,
+                      dropout=0.0, **arguments)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    # fit's own shuffle would reorder a PyDataset's batches with Python's `random`.
+    history = model.fit(data, epochs=2, shuffle=False, verbose=0)
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2 * len(data)
+    losses = history.history["loss"]
+    assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
+    return [keras.ops.convert_to_numpy(w) for w in model.weights]
+
+
+FAMILIES = [
+    ("EncoderDecoder", dict(), lambda: translation(tokens_per_batch=512),
+     lambda: kt.data.translation_dataset(PAIRS, chars, tokens_per_batch=512, max_length=48,
+                                         bucket_width=16, seed=3)),
+    ("DecoderOnly", dict(max_length=16), language_model,
+     lambda: kt.data.language_model_dataset(TEXTS, chars, sequence_length=16, batch_size=8,
+                                            seed=3)),
+]
+
+
+@pytest.mark.parametrize("family, arguments, batches, pipeline", FAMILIES,
+                         ids=[family[0] for family in FAMILIES])
+def test_fit_on_the_py_dataset_equals_fit_on_the_tf_data_pipeline(family, arguments, batches,
+                                                                  pipeline):
+    """Both carriers feed `fit` under this backend, and training on either gives the same
+    weights: the same batches, reshuffled the same way at the second epoch."""
+    data = batches()
+    on_py_dataset = _trained_weights(getattr(kt, family), data, **arguments)
+    assert data.epoch == 2  # fit moved it on after each epoch
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        return  # a JAX- or PyTorch-only install: the PyDataset half is what it can run
+    on_tf_data = _trained_weights(getattr(kt, family), pipeline(), **arguments)
+    for ours, theirs in zip(on_py_dataset, on_tf_data):
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
