@@ -217,13 +217,6 @@ def test_mixed_precision_policy_survives_saving(tmp_path, rng):
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
 
 
-def test_model_saved_here_loads_under_the_other_backends(assert_loads_under_other_backends, rng):
-    model = DecoderOnly.from_preset("gpt3_tiny", dropout=0.0)  # dense and banded layers
-    ids = real_ids(rng)
-    ids[1, 5:] = 0
-    assert_loads_under_other_backends(model, ids)
-
-
 # --- bad arguments --------------------------------------------------------------
 
 

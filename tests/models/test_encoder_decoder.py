@@ -237,12 +237,6 @@ def test_mixed_precision_policy_survives_saving(tmp_path, rng):
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
 
 
-def test_model_saved_here_loads_under_the_other_backends(assert_loads_under_other_backends, rng):
-    model = EncoderDecoder.from_preset("transformer_tiny", dropout=0.0)
-    source, target = _padded_batch(rng, 0)
-    assert_loads_under_other_backends(model, {"source": source, "target": target})
-
-
 # --- bad arguments --------------------------------------------------------------
 
 

@@ -43,20 +43,22 @@ def _inputs(model):
 def test_padded_rows_give_finite_outputs_and_gradients(policy):
     for model in _models(policy):
         inputs, labels = _inputs(model)
-        logits = model(inputs)
+        # One forward pass: its logits, and the gradients of a loss that reads every
+        # position, padded ones included.
+        logits, grads = _logits_and_gradients(model, inputs, labels)
         assert keras.backend.standardize_dtype(logits.dtype) == model.compute_dtype
         assert _finite(logits), (type(model).__name__, policy)
-        # Gradients of a loss that reads every position, padded ones included.
-        grads = _gradients(model, inputs, labels)
         assert len(grads) == len(model.trainable_weights)
         for weight, grad in zip(model.trainable_weights, grads):
             assert grad is not None and _finite(grad), (weight.path, policy)
 
 
-def _gradients(model, inputs, labels):
-    def loss_fn(*weights):
-        return ops.mean(ops.sparse_categorical_crossentropy(
-            labels, ops.cast(model(inputs), "float32"), from_logits=True))
+def _logits_and_gradients(model, inputs, labels):
+    def loss_and_logits():
+        logits = model(inputs)
+        loss = ops.mean(ops.sparse_categorical_crossentropy(
+            labels, ops.cast(logits, "float32"), from_logits=True))
+        return loss, logits
 
     backend = keras.backend.backend()
     variables = model.trainable_weights
@@ -64,26 +66,24 @@ def _gradients(model, inputs, labels):
         import tensorflow as tf
 
         with tf.GradientTape() as tape:
-            loss = loss_fn()
-        return tape.gradient(loss, [v.value for v in variables])
+            loss, logits = loss_and_logits()
+        return logits, tape.gradient(loss, [v.value for v in variables])
     if backend == "torch":
         model.zero_grad()
-        loss = loss_fn()
+        loss, logits = loss_and_logits()
         loss.backward()
-        return [v.value.grad for v in variables]
+        return logits, [v.value.grad for v in variables]
     import jax
 
-    values = [v.value for v in variables]
-
     def stateless(values):
-        mapping = list(zip(variables, values))
-        with keras.StatelessScope(state_mapping=mapping):
-            return loss_fn()
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+            return loss_and_logits()
 
-    grad = jax.grad(stateless)
+    step = jax.value_and_grad(stateless, has_aux=True)
     if model.compute_dtype != "float16":  # XLA:CPU cannot compile float16 attention's backward
-        grad = jax.jit(grad)  # one compile instead of a dispatch per op
-    return grad(values)
+        step = jax.jit(step)  # one compile instead of a dispatch per op
+    (_, logits), grads = step([v.value for v in variables])
+    return logits, grads
 
 
 @pytest.mark.parametrize("mode", ["causal", "banded"])

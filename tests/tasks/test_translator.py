@@ -107,15 +107,6 @@ def test_saved_translator_loads_in_safe_mode_with_the_same_strings(translator, t
     assert loaded.translate(MESSAGES, beam_size=2) == expected
 
 
-def test_saved_translator_gives_the_same_strings_under_the_other_backends(
-        translator, outputs_under_other_backends):
-    texts = MESSAGES[:3]
-    expected = translator.translate(texts, beam_size=2)
-    for backend, got in outputs_under_other_backends(
-            translator, "translate", texts, beam_size=2).items():
-        assert got == expected, backend
-
-
 @pytest.mark.parametrize(
     "call,words",
     [

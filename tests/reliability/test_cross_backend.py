@@ -1,0 +1,121 @@
+"""What this backend saves, the two others load in safe mode and run to the same outputs.
+
+Four `.keras` files travel: both model families (logits to 1e-5, with padding) and both
+tasks (the same strings from beam search and from greedy generation). Each other backend
+loads all four in one subprocess, so each run of the suite pays two interpreter starts, not
+eight. Every backend both saves (its own run) and loads (the two other runs).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+from keras import ops
+
+import keras_transformer as kt
+
+BACKENDS = ("tensorflow", "jax", "torch")
+CORPUS = ["Open the file", "Datei öffnen", "Cannot open %s: %s", "Kann %s nicht öffnen: %s",
+          "def parse(text):", "    return text.split()", "Save all files", "Alle Dateien"]
+MESSAGES = ["Open the file", "  Cannot open %s: %s\n", ""]
+PROMPTS = ["def parse(", "", "    return text.split() and more words"]
+
+_LOAD_SCRIPT = """
+import json, sys
+import numpy as np
+import keras
+from keras import ops
+import keras_transformer  # registers the classes; no custom_objects below
+assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
+results = {}
+for item in json.load(open(sys.argv[2])):
+    loaded = keras.saving.load_model(item["path"], safe_mode=True)
+    if "arrays" in item:
+        arrays = dict(np.load(item["arrays"]))
+        expected = arrays.pop("__expected__")
+        inputs = arrays.pop("__ids__") if "__ids__" in arrays else arrays
+        got = ops.convert_to_numpy(loaded(inputs))
+        results[item["name"]] = [type(loaded).__name__, float(np.abs(got - expected).max())]
+    else:
+        got = getattr(loaded, item["method"])(*item["args"], **item["kwargs"])
+        results[item["name"]] = [type(loaded).__name__, got]
+print("RESULT " + json.dumps(results))
+"""
+
+
+def _padded_ids(rng, shape, vocab):
+    ids = rng.integers(1, vocab, size=shape).astype("int32")
+    for row in range(shape[0]):
+        ids[row, shape[1] - row :] = 0  # rows of different real lengths, padded on the right
+    return ids
+
+
+def _artifacts(folder):
+    """`(manifest item, expected output)` for each file saved here."""
+    rng = np.random.default_rng(0)
+    tokenizer = kt.data.train_sentencepiece(CORPUS * 10, vocabulary_size=120,
+                                            placeholder_slots=True)
+    vocab = tokenizer.vocabulary_size()
+    tiny = dict(vocab_size=vocab, num_layers=1, d_model=16, num_heads=2, d_ff=32, dropout=0.0)
+    encoder_decoder = kt.EncoderDecoder.from_preset("transformer_tiny", dropout=0.0)
+    source = _padded_ids(rng, (4, 7), encoder_decoder.config.vocab_size)
+    source[3] = 0  # a row with no real source token at all
+    target = _padded_ids(rng, (4, 6), encoder_decoder.config.vocab_size)
+    decoder_only = kt.DecoderOnly.from_preset("gpt3_tiny", dropout=0.0)  # dense and banded layers
+    models = {
+        "EncoderDecoder": (encoder_decoder, {"source": source, "target": target}),
+        "DecoderOnly": (decoder_only, _padded_ids(rng, (4, 8), decoder_only.config.vocab_size)),
+    }
+    calls = {
+        "Translator": (kt.Translator(kt.EncoderDecoder(**tiny), tokenizer, target_language="de"),
+                       "translate", [MESSAGES], {"beam_size": 2}),
+        "TextGenerator": (kt.TextGenerator(kt.DecoderOnly(**tiny, pad_id=0, end_id=3), tokenizer),
+                          "generate", [PROMPTS], {"max_new_tokens": 4}),
+    }
+    items = []
+    for name, (model, inputs) in models.items():
+        path, arrays = str(folder / f"{name}.keras"), str(folder / f"{name}.npz")
+        model.save(path)
+        expected = ops.convert_to_numpy(model(inputs))
+        named = dict(inputs) if isinstance(inputs, dict) else {"__ids__": inputs}
+        np.savez(arrays, __expected__=expected, **named)
+        items.append((dict(name=name, path=path, arrays=arrays), 0.0))
+    for name, (task, method, args, kwargs) in calls.items():
+        path = str(folder / f"{name}.keras")
+        task.save(path)
+        expected = getattr(task, method)(*args, **kwargs)
+        items.append((dict(name=name, path=path, method=method, args=args, kwargs=kwargs),
+                      expected))
+    return items
+
+
+def test_files_saved_here_give_the_same_outputs_under_the_other_backends(tmp_path):
+    items = _artifacts(tmp_path)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps([item for item, _ in items]))
+    here = keras.backend.backend()
+    running = {
+        backend: subprocess.Popen(
+            [sys.executable, "-c", _LOAD_SCRIPT, backend, str(manifest)],
+            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+                     OMP_NUM_THREADS="1"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for backend in BACKENDS if backend != here  # both at once: much of their time is imports
+    }
+    for backend, process in running.items():
+        stdout, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, f"{here} -> {backend}:\n{stderr[-3000:]}"
+        line = [x for x in stdout.splitlines() if x.startswith("RESULT ")][-1]
+        results = json.loads(line[len("RESULT "):])
+        for item, expected in items:
+            name = item["name"]
+            loaded_as, got = results[name]
+            assert loaded_as == name, (here, backend, loaded_as)
+            if "arrays" in item:
+                assert got <= 1e-5, f"{here} -> {backend}: {name} logits differ by {got}"
+            else:
+                assert got == expected, (here, backend, name)
