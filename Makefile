@@ -54,7 +54,7 @@ test-all: export KT_HYPOTHESIS_EXAMPLES = 50
 test-all: $(STAMP)
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend (all tests)"; \
-		KERAS_BACKEND=$$backend $(PY) -m pytest -q -n $(WORKERS) || status=1; \
+		$(TEST_ENV) KERAS_BACKEND=$$backend $(PY) -m pytest -q -n $(WORKERS) || status=1; \
 	done; exit $$status
 
 # The main job: English->German on the system's gettext catalogs, about 12 minutes on
