@@ -3,12 +3,15 @@
 What an epoch holds (which examples go together, padded to which length, in
 which order) is a pure function of the seed and the epoch number: `batch(epoch,
 index)`. Epoch `k` is served until `k` complete passes have been made: a
-`PyDataset` moves on at `on_epoch_end` once every batch of the epoch was read,
-and the `tf.data` pipelines of `pipelines.py` when an iteration reaches its end.
-A partial pass leaves the epoch where it is: `fit` reads a batch or a few to
-build the model and calls `on_epoch_end` before its first epoch, and the two
-carriers must not drift apart there. So both carry the same batches, epoch for
-epoch, and training on either gives the same weights (tested).
+`PyDataset` moves on at `on_epoch_end` once every batch of the epoch was read
+during `fit`'s passes, and the `tf.data` pipelines of `pipelines.py` once an
+iteration has asked for its last batch. A partial pass leaves the epoch where it
+is: `fit` reads a batch to build the model and calls `on_epoch_end` before its
+first epoch, and the two carriers must not drift apart there. So both carry the
+same batches, epoch for epoch, and `fit` on either gives the same weights
+(tested). Give a `PyDataset` to `fit` with `shuffle=False`: its batches are
+already shuffled from the seed, and `fit`'s own shuffle would reorder them with
+Python's `random`.
 
 Shapes produced (the conventions of `keras_transformer.masks`):
 
@@ -45,13 +48,20 @@ def token_ids(texts, tokenizer, batch_size=1024):
     [array([97, 98], dtype=int32), array([99], dtype=int32)]
     """
     validation.check_int("batch_size", batch_size)
+    if isinstance(texts, str):
+        raise ValueError("`texts` must be a sequence of strings; received one string.")
     texts = list(texts)
     rows = []
     for start in range(0, len(texts), batch_size):
-        output = tokenizer(texts[start : start + batch_size])
+        chunk = texts[start : start + batch_size]
+        output = tokenizer(chunk)
         if hasattr(output, "to_list"):  # tf.RaggedTensor
             output = output.to_list()
-        rows.extend(np.asarray(row, dtype="int32").reshape(-1) for row in output)
+        output = [np.asarray(row, dtype="int32").reshape(-1) for row in output]
+        if len(output) != len(chunk):
+            raise ValueError(f"`tokenizer` must give one id sequence per text; it gave "
+                             f"{len(output)} for {len(chunk)} texts.")
+        rows.extend(output)
     return rows
 
 
@@ -85,44 +95,85 @@ def _padded(rows, length):
     return out
 
 
-class _EpochBatches(keras.utils.PyDataset):
-    """A `PyDataset` whose batches are `batch(epoch, index)` of a seeded plan."""
+def _cut(members, size, drop_remainder):
+    """`members` cut into batches of `size` in order; the last may be partial, or dropped."""
+    stop = len(members) - len(members) % size if drop_remainder else len(members)
+    return [members[start : start + size] for start in range(0, stop, size)]
 
-    def __init__(self, shuffle, seed, **kwargs):
-        super().__init__(**kwargs)
+
+class _EpochBatches(keras.utils.PyDataset):
+    """A `PyDataset` whose batches are `batch(epoch, index)` of a seeded plan.
+
+    Batches are read in this process (`workers=1`): the epoch a batch comes
+    from is this object's state, which worker processes would not share.
+    """
+
+    def __init__(self, shuffle, seed):
+        super().__init__()
         validation.check_bool("shuffle", shuffle)
         validation.check_int("seed", seed, minimum=0)
         self.shuffle, self.seed = shuffle, seed
         self.epoch = 0  # complete passes made so far
-        self._served = set()  # indices of this epoch's batches read so far
+        self._served = set()  # indices of this epoch's batches read during passes
+        self._within_pass = False
         self._plan = (None, None)  # (epoch, plan) of the last epoch planned
+        self._count = None
+
+    def _check_not_empty(self, reason):
+        self._count = len(self.plan(0))
+        if not self._count:
+            raise ValueError(f"No batch to make: {reason}.")
 
     def plan(self, epoch):
-        """The example-index arrays that make up `epoch`'s batches, in order."""
-        if self._plan[0] != epoch:
-            rng = _epoch_rng(self.seed, epoch) if self.shuffle else None
-            self._plan = (epoch, self._make_plan(rng))
-        return self._plan[1]
+        """The example-index arrays that make up `epoch`'s batches, in order.
+
+        Args:
+            epoch: the epoch, from 0.
+        """
+        validation.check_int("epoch", epoch, minimum=0)
+        planned, batches = self._plan
+        if planned != epoch:
+            batches = self._make_plan(_epoch_rng(self.seed, epoch) if self.shuffle else None)
+            self._plan = (epoch, batches)
+        return batches
 
     def batch(self, epoch, index):
-        """Batch `index` of epoch `epoch` (0-based), the same on every call."""
-        return self._assemble(self.plan(epoch)[index])
+        """Batch `index` of epoch `epoch`, the same on every call.
+
+        Args:
+            epoch: the epoch, from 0.
+            index: the batch, from 0 to `len(self) - 1`.
+        """
+        batches = self.plan(epoch)
+        if isinstance(index, bool) or not 0 <= index < len(batches):
+            raise IndexError(f"batch {index!r} of {len(batches)}")
+        return self._assemble(batches[index])
 
     def __len__(self):
         # The same every epoch: a plan reorders the examples, never regroups their counts.
-        return len(self.plan(self.epoch))
+        return self._count
 
     def __getitem__(self, index):
-        if not 0 <= index < len(self):
-            raise IndexError(f"batch {index} of {len(self)}")
-        self._served.add(index)
-        return self.batch(self.epoch, index)
+        batch = self.batch(self.epoch, index)
+        if self._within_pass:
+            self._served.add(index)
+        return batch
+
+    def on_epoch_begin(self):
+        self._within_pass = True
 
     def on_epoch_end(self):
-        """Moves on to the next epoch's plan if every batch of this one was read."""
+        """Moves on to the next epoch's plan once every batch of this one was read.
+
+        Reads count between `on_epoch_begin` and `on_epoch_end` (a pass of
+        `fit`) and add up over partial passes (`fit(steps_per_epoch=...)`, or
+        the batch `fit` reads to build the model); reads outside a pass do not
+        count.
+        """
+        self._within_pass = False
         if len(self._served) == len(self):
             self.epoch += 1
-        self._served = set()
+            self._served = set()
 
 
 class TranslationBatches(_EpochBatches):
@@ -150,7 +201,9 @@ class TranslationBatches(_EpochBatches):
         seed: shuffling seed.
         drop_remainder: drop each bucket's last partial batch (fewer compiled
             shapes); default: the value of `shuffle` (training).
-        **kwargs: `PyDataset`'s `workers`, `use_multiprocessing`, `max_queue_size`.
+
+    Raises:
+        ValueError: an argument is invalid, or no batch can be made.
 
     Example:
     >>> chars = lambda texts: [[ord(c) % 50 + 4 for c in t] for t in texts]
@@ -162,8 +215,8 @@ class TranslationBatches(_EpochBatches):
     """
 
     def __init__(self, pairs, tokenizer, tokens_per_batch=4096, max_length=64, bucket_width=8,
-                 shuffle=True, seed=0, drop_remainder=None, **kwargs):
-        super().__init__(shuffle, seed, **kwargs)
+                 shuffle=True, seed=0, drop_remainder=None):
+        super().__init__(shuffle, seed)
         validation.check_int("tokens_per_batch", tokens_per_batch)
         validation.check_int("max_length", max_length, minimum=2)
         validation.check_int("bucket_width", bucket_width)
@@ -191,18 +244,22 @@ class TranslationBatches(_EpochBatches):
                            dtype="int64")
         self.lengths = np.array(bucket_lengths(max_length, bucket_width))
         self._bucket_of = np.searchsorted(self.lengths, longest)  # smallest bucket that fits
+        self._check_not_empty(
+            f"{len(self.sources)} of {len(pairs)} pairs fit `max_length` {max_length}"
+            + (f", and with `drop_remainder` a bucket of length L needs `tokens_per_batch` "
+               f"({tokens_per_batch}) // L of them" if drop_remainder else ""))
 
     def _make_plan(self, rng):
         order = np.arange(len(self.sources)) if rng is None else rng.permutation(len(self.sources))
         batches = []
         for bucket, length in enumerate(self.lengths):
             members = order[self._bucket_of[order] == bucket]
-            size = self.tokens_per_batch // length
-            stop = len(members) - len(members) % size if self.drop_remainder else len(members)
-            batches += [members[start : start + size] for start in range(0, stop, size)]
-        if rng is None:  # the order in which a stream of examples fills its buckets
-            batches.sort(key=lambda members: members[-1])
-            return batches
+            batches += _cut(members, self.tokens_per_batch // length, self.drop_remainder)
+        if rng is None:  # the order in which a stream fills its buckets: full ones as they
+            # fill, then the partial remainders at the end of the stream
+            return sorted(batches, key=lambda members: (
+                len(members) < self.tokens_per_batch // self.lengths[self._bucket_of[members[0]]],
+                members[-1]))
         return [batches[i] for i in rng.permutation(len(batches))]
 
     def _assemble(self, members):
@@ -231,7 +288,9 @@ class LanguageModelBatches(_EpochBatches):
         shuffle: shuffle the windows, differently each epoch.
         seed: shuffling seed.
         separator_id: token put after each text (None for none).
-        **kwargs: `PyDataset`'s `workers`, `use_multiprocessing`, `max_queue_size`.
+
+    Raises:
+        ValueError: an argument is invalid, or no batch can be made.
 
     Example:
     >>> chars = lambda texts: [[ord(c) % 50 + 4 for c in t] for t in texts]
@@ -242,12 +301,13 @@ class LanguageModelBatches(_EpochBatches):
     """
 
     def __init__(self, texts, tokenizer, sequence_length, batch_size, shuffle=True, seed=0,
-                 separator_id=END_ID, **kwargs):
+                 separator_id=END_ID):
         from keras_transformer.training.teacher_forcing import next_token_windows
 
-        super().__init__(shuffle, seed, **kwargs)
+        super().__init__(shuffle, seed)
         validation.check_int("sequence_length", sequence_length)
         validation.check_int("batch_size", batch_size)
+        validation.check_int("separator_id", separator_id, minimum=0, allow_none=True)
         self.batch_size = batch_size
         stream = []
         for ids in token_ids(texts, tokenizer):
@@ -256,12 +316,14 @@ class LanguageModelBatches(_EpochBatches):
                 stream.append(np.array([separator_id], dtype="int32"))
         stream = np.concatenate(stream or [np.zeros((0,), "int32")])
         self.inputs, self.targets = next_token_windows(stream, sequence_length)  # (N, T) each
+        self._check_not_empty(
+            f"`batch_size` ({batch_size}) is more than the {len(self.inputs)} windows of "
+            f"`sequence_length` {sequence_length} the texts make")
 
     def _make_plan(self, rng):
         count = len(self.inputs)
         order = np.arange(count) if rng is None else rng.permutation(count)
-        size = self.batch_size
-        return [order[start : start + size] for start in range(0, count - count % size, size)]
+        return _cut(order, self.batch_size, drop_remainder=True)
 
     def _assemble(self, members):
         return self.inputs[members], self.targets[members]

@@ -2,17 +2,12 @@
 
 Keras 3 accepts a `tf.data.Dataset` as `fit` input under TensorFlow, JAX and
 PyTorch alike. These pipelines carry the batches of `batches.py`
-(`TranslationBatches`, `LanguageModelBatches`): the same arrays, epoch for
-epoch, as those `PyDataset`s give, with the batch count recorded (a progress
-bar with a total) and prefetching. An iteration serves epoch `k` of the plan
-after `k` iterations have run to their end (see `batches.py`).
-
-Shapes produced (the conventions of `keras_transformer.masks`):
-
-- `translation_dataset`: `({"source": (B, L), "target": (B, L)}, labels (B, L))`,
-  int32, padded with `PAD_ID`; `target` is `labels` shifted right behind `START_ID`.
-- `language_model_dataset`: `(inputs (B, T), labels (B, T))`, labels the inputs
-  moved one token on.
+(`TranslationBatches`, `LanguageModelBatches`; their shapes are described
+there): the same arrays, epoch for epoch, as those `PyDataset`s give, with the
+batch count recorded (a progress bar with a total). An iteration serves epoch
+`k` of the plan after `k` iterations have asked for their last batch. There is
+no prefetching: a reader that takes one batch and stops (as `fit` does to build
+a model) must not run the epoch to its end in the background.
 
 This module needs TensorFlow and imports it only when called; without it, use
 the `PyDataset`s directly.
@@ -20,6 +15,7 @@ the `PyDataset`s directly.
 
 from keras_transformer.data.batches import LanguageModelBatches
 from keras_transformer.data.batches import TranslationBatches
+from keras_transformer.data.batches import _EpochBatches
 from keras_transformer.data.tokenizers import END_ID
 from keras_transformer.optional_dependencies import require
 
@@ -28,29 +24,42 @@ def as_tf_dataset(batches):
     """A `tf.data.Dataset` of a `TranslationBatches` or `LanguageModelBatches`.
 
     An iteration yields `batches.batch(k, i)` for every `i`, where `k` counts
-    the iterations that ran to their end before it: epoch `k` of the same
-    seeded plan. The `PyDataset` itself is left as it is.
+    the iterations that asked for their last batch before it: epoch `k` of the
+    same seeded plan. The `PyDataset`'s own epoch is left as it is.
 
     Args:
         batches: a `TranslationBatches` or `LanguageModelBatches`.
 
     Returns:
-        A `tf.data.Dataset` of known cardinality, prefetched.
+        A `tf.data.Dataset` of known cardinality.
+
+    Example:
+    >>> from keras_transformer.data import LanguageModelBatches
+    >>> chars = lambda texts: [[ord(c) % 50 + 4 for c in t] for t in texts]
+    >>> batches = LanguageModelBatches(["hello world"] * 4, chars, sequence_length=8,
+    ...                                batch_size=2)
+    >>> data = as_tf_dataset(batches)
+    >>> int(data.cardinality()) == len(batches)
+    True
     """
     tf = require("tensorflow", "as_tf_dataset")
-    completed = [0]  # iterations run to their end
+    if not isinstance(batches, _EpochBatches):
+        raise ValueError("`batches` must be a TranslationBatches or LanguageModelBatches; "
+                         f"received {type(batches).__name__}.")
+    completed = [0]  # iterations that asked for their last batch
     count = len(batches)
 
     def one_epoch():
         epoch = completed[0]
         for index in range(count):
+            if index == count - 1:
+                completed[0] = epoch + 1
             yield batches.batch(epoch, index)
-        completed[0] = epoch + 1
 
     signature = tf.nest.map_structure(
         lambda array: tf.TensorSpec((None,) * array.ndim, array.dtype), batches.batch(0, 0))
     data = tf.data.Dataset.from_generator(one_epoch, output_signature=signature)
-    return data.apply(tf.data.experimental.assert_cardinality(count)).prefetch(tf.data.AUTOTUNE)
+    return data.apply(tf.data.experimental.assert_cardinality(count))
 
 
 def translation_dataset(

@@ -39,7 +39,8 @@ def flat(batch):
 
 
 def epoch_of(data):
-    """Every batch of the data's current epoch, then moves it to the next (as `fit` does)."""
+    """Every batch of the data's current epoch in one pass, as `fit` reads them."""
+    data.on_epoch_begin()
     batches = [flat(data[i]) for i in range(len(data))]
     data.on_epoch_end()
     return batches
@@ -91,8 +92,56 @@ def test_reshuffles_each_epoch_the_same_way_for_the_same_seed():
 
 
 def test_training_drops_partial_batches_so_shapes_repeat():
-    shapes = {batch[0].shape for batch in epoch_of(translation(tokens_per_batch=512))}
-    assert shapes <= {(32, 16), (16, 32), (10, 48)}
+    shapes = [batch[0].shape for batch in epoch_of(translation(tokens_per_batch=512))]
+    # Every batch full (the 16-token bucket holds fewer than the 32 pairs of one batch).
+    assert set(shapes) == {(16, 32), (10, 48)} and len(shapes) > 2
+
+
+def test_without_shuffle_partial_batches_come_last_as_a_stream_flushes_them():
+    sizes = [batch[0].shape[0] * batch[0].shape[1] for batch in epoch_of(
+        translation(tokens_per_batch=512, shuffle=False))]
+    full = [size > 512 - 48 for size in sizes]  # 512 // L rows of L tokens: at most L short
+    assert full.count(False) == 3 and full == sorted(full, reverse=True)
+
+
+def test_the_epoch_moves_on_after_a_whole_pass_only_and_partial_passes_add_up():
+    data = language_model()
+    first = flat(data[0])
+    data.on_epoch_end()  # a read outside a pass does not count
+    assert data.epoch == 0
+    half = len(data) // 2
+    for indices in (range(half), range(half, len(data))):  # fit(steps_per_epoch=...) passes
+        data.on_epoch_begin()
+        for index in indices:
+            data[index]
+        data.on_epoch_end()
+        assert data.epoch == (0 if indices.start == 0 else 1)
+    np.testing.assert_array_equal(first[0], flat(data.batch(0, 0))[0])
+    assert not np.array_equal(first[0], flat(data[0])[0])  # epoch 1 is shuffled anew
+
+
+@pytest.mark.parametrize("epochs, moved_on", [(1, 0), (2, 1)])
+def test_fit_with_half_epochs_moves_on_after_two_of_them(epochs, moved_on):
+    data = language_model(batch_size=10)  # 44 batches
+    model = kt.DecoderOnly(vocab_size=64, num_layers=1, d_model=16, num_heads=2, d_ff=32,
+                           max_length=16)
+    model.compile(optimizer="adam")
+    model.fit(data, epochs=epochs, steps_per_epoch=22, shuffle=False, verbose=0)
+    assert data.epoch == moved_on
+
+
+def test_no_batch_to_make_is_an_error_naming_what_to_change():
+    with pytest.raises(ValueError, match="`tokens_per_batch`"):
+        kt.data.TranslationBatches(PAIRS[:5], chars, tokens_per_batch=4096, max_length=64)
+    with pytest.raises(ValueError, match="`batch_size`"):
+        language_model(batch_size=10_000)
+
+
+def test_a_tokenizer_must_give_one_sequence_per_text():
+    with pytest.raises(ValueError, match="`tokenizer`"):
+        kt.data.token_ids(["a", "b"], lambda texts: [[5]])
+    with pytest.raises(ValueError, match="`texts`"):
+        kt.data.token_ids("a text", chars)
 
 
 def test_language_model_windows_follow_the_stream_in_order_without_shuffle():
@@ -119,6 +168,7 @@ def test_language_model_windows_follow_the_stream_in_order_without_shuffle():
     (language_model, dict(seed=-1), "seed"),
     (language_model, dict(sequence_length=0), "sequence_length"),
     (language_model, dict(batch_size=1.5), "batch_size"),
+    (language_model, dict(separator_id=-1), "separator_id"),
 ])
 def test_arguments_are_validated(make, arguments, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
@@ -145,11 +195,15 @@ FAMILIES = [
     ("DecoderOnly", dict(max_length=16), language_model,
      lambda: kt.data.language_model_dataset(TEXTS, chars, sequence_length=16, batch_size=8,
                                             seed=3)),
+    # Three batches: a reader that runs ahead would finish an epoch while fit builds the model.
+    ("DecoderOnly", dict(max_length=16), lambda: language_model(batch_size=120),
+     lambda: kt.data.language_model_dataset(TEXTS, chars, sequence_length=16, batch_size=120,
+                                            seed=3)),
 ]
 
 
 @pytest.mark.parametrize("family, arguments, batches, pipeline", FAMILIES,
-                         ids=[family[0] for family in FAMILIES])
+                         ids=["EncoderDecoder", "DecoderOnly", "DecoderOnly-3-batches"])
 def test_fit_on_the_py_dataset_equals_fit_on_the_tf_data_pipeline(family, arguments, batches,
                                                                   pipeline):
     """Both carriers feed `fit` under this backend, and training on either gives the same

@@ -45,6 +45,14 @@ def test_pipelines_yield_the_py_dataset_batches_epoch_for_epoch():
             assert_same_batches(epoch_of(batches), ours)
 
 
+def test_a_pipeline_leaves_its_py_dataset_epoch_alone():
+    batches = language_model()
+    epochs_of(kt.data.as_tf_dataset(batches))
+    assert batches.epoch == 0
+    with pytest.raises(ValueError, match="`batches`"):
+        kt.data.as_tf_dataset([(np.zeros((2, 3)), np.zeros((2, 3)))])
+
+
 def test_a_tensorflow_tokenizer_gives_the_same_batches_as_a_python_one():
     for with_tf, with_python in zip(pipelines(tf_chars), pipelines(chars)):
         assert_same_batches(epochs_of(with_tf, 1)[0], epochs_of(with_python, 1)[0])

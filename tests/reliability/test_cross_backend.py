@@ -20,7 +20,7 @@ import keras_transformer as kt
 BACKENDS = ("tensorflow", "jax", "torch")
 CORPUS = ["Open the file", "Datei öffnen", "Cannot open %s: %s", "Kann %s nicht öffnen: %s",
           "def parse(text):", "    return text.split()", "Save all files", "Alle Dateien"]
-MESSAGES = ["Open the file", "  Cannot open %s: %s\n", ""]
+MESSAGES = ["Open the file", "  Cannot open %s: %s\n", "\tCopy {0} to {1}?\n\n", ""]
 PROMPTS = ["def parse(", "", "    return text.split() and more words"]
 
 _LOAD_SCRIPT = """
@@ -32,16 +32,20 @@ import keras_transformer  # registers the classes; no custom_objects below
 assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
 results = {}
 for item in json.load(open(sys.argv[2])):
-    loaded = keras.saving.load_model(item["path"], safe_mode=True)
-    if "arrays" in item:
-        arrays = dict(np.load(item["arrays"]))
-        expected = arrays.pop("__expected__")
-        inputs = arrays.pop("__ids__") if "__ids__" in arrays else arrays
-        got = ops.convert_to_numpy(loaded(inputs))
-        results[item["name"]] = [type(loaded).__name__, float(np.abs(got - expected).max())]
-    else:
-        got = getattr(loaded, item["method"])(*item["args"], **item["kwargs"])
+    try:  # each file on its own: one failure does not hide the others
+        loaded = keras.saving.load_model(item["path"], safe_mode=True)
+        if "arrays" in item:
+            arrays = dict(np.load(item["arrays"]))
+            expected = arrays.pop("__expected__")
+            inputs = arrays.pop("__ids__") if "__ids__" in arrays else arrays
+            got = ops.convert_to_numpy(loaded(inputs))
+            assert got.shape == expected.shape, (got.shape, expected.shape)
+            got = float(np.abs(got - expected).max())
+        else:
+            got = getattr(loaded, item["method"])(*item["args"], **item["kwargs"])
         results[item["name"]] = [type(loaded).__name__, got]
+    except Exception as error:
+        results[item["name"]] = ["error", repr(error)]
 print("RESULT " + json.dumps(results))
 """
 
@@ -114,7 +118,7 @@ def test_files_saved_here_give_the_same_outputs_under_the_other_backends(tmp_pat
         for item, expected in items:
             name = item["name"]
             loaded_as, got = results[name]
-            assert loaded_as == name, (here, backend, loaded_as)
+            assert loaded_as == name, (here, backend, name, got)
             if "arrays" in item:
                 assert got <= 1e-5, f"{here} -> {backend}: {name} logits differ by {got}"
             else:
