@@ -7,7 +7,7 @@
   special ids our models expect (`PAD_ID` 0, `START_ID` 2, `END_ID` 3).
 - `batches`: bucketed, seeded, reshuffled batches for `model.fit` as a
   `keras.utils.PyDataset` (NumPy only: no TensorFlow needed).
-- `pipelines`: the same batches as a prefetched `tf.data` pipeline.
+- `pipelines`: the same batches as a `tf.data` pipeline.
 
 Tokenizers and pipelines use TensorFlow, imported only when they are called.
 """

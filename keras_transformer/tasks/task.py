@@ -10,6 +10,7 @@ file as an asset and `keras.saving.load_model("x.keras")` (also with
 import keras
 import numpy as np
 
+from keras_transformer.data.batches import token_ids
 from keras_transformer.optional_dependencies import require
 
 
@@ -91,9 +92,7 @@ class TextTask(keras.Model):
         Args:
             texts: a list of strings.
         """
-        if not texts:
-            return []
-        return [np.asarray(ids).astype("int64").tolist() for ids in self.tokenizer(list(texts))]
+        return [ids.tolist() for ids in token_ids(texts, self.tokenizer)]
 
     def detokenize(self, rows):
         """The text of each row of ids.
