@@ -141,24 +141,6 @@ def plot_cross_attention(translator, source, translation, path):
     plt.close(figure)
 
 
-def load_splits(args):
-    """Message splits by English text, and the messages of held-out programs.
-
-    The held-out programs' English texts are removed from the other splits, so
-    "new_programs" measures what a user gets on a program never seen in training.
-    """
-    files = (kt.data.find_catalogs(args.language) if args.catalogs is None
-             else args.catalogs)
-    seen, held_out = kt.data.hold_out_catalogs(files)
-    new_programs = kt.data.load_gettext_pairs(args.language, paths=held_out) if held_out else []
-    held_sources = {source for source, _ in new_programs}
-    pairs = [pair for pair in kt.data.load_gettext_pairs(args.language, paths=seen)
-             if pair[0] not in held_sources]
-    splits = kt.data.split_by_hash(pairs)
-    splits["new_programs"] = new_programs
-    return splits, seen, held_out
-
-
 def write_template(catalog_path, path):
     """A `.pot`-like copy of a compiled catalog: its entries with empty translations.
 
@@ -231,7 +213,7 @@ def main(argv=None):
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     os.makedirs(args.output, exist_ok=True)
 
-    splits, seen, held_out = load_splits(args)
+    splits, held_out = kt.data.gettext_splits(args.language, paths=args.catalogs)
     if args.smoke:
         splits = {name: items[:400 if name == "train" else 40] for name, items in splits.items()}
         args.epochs, args.tokens_per_batch, args.max_length = 2, 256, 32

@@ -20,6 +20,7 @@ from keras_transformer.data.gettext_catalogs import CatalogError
 from keras_transformer.data.gettext_catalogs import Message
 from keras_transformer.data.gettext_catalogs import catalog_domain
 from keras_transformer.data.gettext_catalogs import find_catalogs
+from keras_transformer.data.gettext_catalogs import gettext_splits
 from keras_transformer.data.gettext_catalogs import hold_out_catalogs
 from keras_transformer.data.gettext_catalogs import load_gettext_pairs
 from keras_transformer.data.gettext_catalogs import read_catalog
@@ -50,6 +51,7 @@ __all__ = [
     "bucket_lengths",
     "catalog_domain",
     "find_catalogs",
+    "gettext_splits",
     "hold_out_catalogs",
     "language_model_dataset",
     "load_gettext_pairs",

@@ -361,3 +361,47 @@ def split_by_hash(items, validation_fraction=0.05, test_fraction=0.05, key=None)
         else:
             splits["train"].append(item)
     return splits
+
+
+def gettext_splits(language="de", paths=None, directories=DEFAULT_DIRECTORIES):
+    """The translation splits `examples/translate.py` trains and evaluates on.
+
+    Whole programs are held out first (`hold_out_catalogs`): their messages
+    form `"new_programs"`, and their English texts are removed from every
+    other split, so that split measures a program never seen in training.
+    The other messages are split by a hash of their English text
+    (`split_by_hash`) into `"train"`, `"validation"` and `"test"`.
+
+    Args:
+        language: target language code, used to find catalogs when `paths`
+            is None.
+        paths: explicit `.mo`/`.po` files or directories instead of the
+            system's catalogs.
+        directories: locale roots searched when `paths` is None.
+
+    Returns:
+        `(splits, held_out)`: a dict of four lists of `(source, target)`
+        pairs (`"train"`, `"validation"`, `"test"`, `"new_programs"`), and
+        the held-out catalog paths.
+
+    Example:
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> for program in ("grep", "make", "sed"):
+    ...     with open(os.path.join(folder, program + ".po"), "w", encoding="utf-8") as f:
+    ...         _ = f.write(f'msgid "Quit {program}"\\nmsgstr "{program} beenden"\\n')
+    >>> splits, held_out = gettext_splits(paths=[folder])
+    >>> splits["new_programs"], [catalog_domain(p) for p in held_out]
+    ([('Quit make', 'make beenden')], ['make'])
+    """
+    files = find_catalogs(language, directories) if paths is None else _expand(paths)
+    if not files:  # raises FileNotFoundError, saying where it looked
+        load_gettext_pairs(language, paths, directories)
+    seen, held_out = hold_out_catalogs(files)
+    new_programs = load_gettext_pairs(language, paths=held_out) if held_out else []
+    held_sources = {source for source, _ in new_programs}
+    pairs = [pair for pair in load_gettext_pairs(language, paths=seen)
+             if pair[0] not in held_sources]
+    splits = split_by_hash(pairs)
+    splits["new_programs"] = new_programs
+    return splits, held_out

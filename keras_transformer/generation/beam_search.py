@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from keras import ops
 
+from keras_transformer.generation.compiled import decode_loop
 from keras_transformer.generation.logits import NEG_INF
 from keras_transformer.generation.logits import forbid
 from keras_transformer.generation.logits import is_stop
@@ -160,7 +161,7 @@ def beam_loop(step, prompts, caches, settings):
     done = prompts.first_index() >= end  # (B,) rows with nothing to fill
     state = (prompts.first_index(), alive, alive_scores, finished, finished_scores,
              finished_lengths, caches, done)
-    _, _, _, finished, finished_scores, finished_lengths, _, _ = ops.while_loop(
+    _, _, _, finished, finished_scores, finished_lengths, _, _ = decode_loop(
         cond, body, state
     )
     return finished[:, :n], finished_scores[:, :n], finished_lengths[:, :n]

@@ -3,12 +3,18 @@
 The one place in the generation package that imports a backend framework, and
 only lazily: XLA through `jax.jit` on JAX, `tf.function(jit_compile=True)` on
 TensorFlow. PyTorch runs the loop eagerly under `torch.inference_mode()`, so
-that no step keeps its inputs alive for a backward pass that never comes.
+that no step keeps its inputs alive for a backward pass that never comes, and
+with the model's layers calling their sublayers directly
+(`layers.sublayer_call`), which leaves out the per-call bookkeeping of Keras'
+`Layer.__call__` that dominated a small model's step.
 """
 
 import contextlib
 
 import keras
+from keras import ops
+
+from keras_transformer.layers import sublayer_call
 
 
 class CompiledLoop:
@@ -17,7 +23,8 @@ class CompiledLoop:
     On JAX the model's variables are passed to the compiled function as
     arguments (through a `keras.StatelessScope`) instead of being baked in as
     constants, so compilation stays fast and weights can change. On torch the
-    function runs eagerly (built once: `traces` is 1).
+    function runs eagerly (built once: `traces` is 1), with direct sublayer
+    calls unless the model's dtype policy autocasts (`mixed_*`).
 
     Args:
         model: the Keras model whose variables `fn` reads.
@@ -49,11 +56,45 @@ class CompiledLoop:
             self._run = tf.function(traced, jit_compile=True, reduce_retracing=False)
         else:
             self.traces = 1
-            self._run = fn
+            policy = model.dtype_policy
+            direct = policy.compute_dtype == policy.variable_dtype  # nothing to autocast
+
+            def eager(*args):
+                with sublayer_call.direct_calls(direct):
+                    return fn(*args)
+
+            self._run = eager
 
     def __call__(self, *args):
         with no_autograd():
             return self._run(*args)
+
+
+def decode_loop(cond, body, state):
+    """`keras.ops.while_loop(cond, body, state)` for a loop whose first variable is the
+    position it fills.
+
+    On JAX and TensorFlow this is `ops.while_loop` (compiled). On torch, which
+    runs the loop eagerly, the position stays a Python int instead of becoming
+    a tensor: slicing the buffers, the caches and the position table at a host
+    int is a view, while at a tensor each slice reads the index back from the
+    device. The loop computes the same either way.
+
+    Args:
+        cond: `cond(*state) -> bool scalar`.
+        body: `body(*state) -> new state` (same structure).
+        state: a tuple whose first element is the int32 scalar position.
+
+    Returns:
+        The final state.
+    """
+    if keras.backend.backend() != "torch":
+        return ops.while_loop(cond, body, state)
+    index, *rest = state
+    state = (int(ops.convert_to_numpy(index)), *rest)
+    while bool(ops.convert_to_numpy(cond(*state))):
+        state = tuple(body(*state))
+    return state
 
 
 def no_autograd():

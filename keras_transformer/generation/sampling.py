@@ -2,6 +2,7 @@
 
 from keras import ops
 
+from keras_transformer.generation.compiled import decode_loop
 from keras_transformer.generation.logits import forbid
 from keras_transformer.generation.logits import is_stop
 
@@ -40,5 +41,5 @@ def sampling_loop(step, prompts, caches, settings, seed):
 
     done = prompts.first_index() >= prompts.end  # (B,) rows with nothing to fill
     state = (prompts.first_index(), prompts.ids, caches, done)
-    _, ids, _, _ = ops.while_loop(cond, body, state)
+    _, ids, _, _ = decode_loop(cond, body, state)
     return ids

@@ -5,6 +5,7 @@ import functools
 import keras
 
 from keras_transformer import validation
+from keras_transformer.layers.sublayer_call import invoke
 
 # "gelu" is GPT-2's tanh approximation; "gelu_exact" is the erf form.
 ACTIVATIONS = {
@@ -70,8 +71,8 @@ class FeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs):
-        hidden = ACTIVATIONS[self.activation](self.inner(inputs))  # (batch, T, d_ff)
-        return self.outer(hidden)
+        hidden = ACTIVATIONS[self.activation](invoke(self.inner, inputs))  # (batch, T, d_ff)
+        return invoke(self.outer, hidden)
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

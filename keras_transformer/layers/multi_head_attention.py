@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
+from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers import banded_attention
 from keras_transformer.layers import key_value_cache
 from keras_transformer.layers import scaled_dot_product
@@ -152,19 +153,19 @@ class MultiHeadAttention(keras.layers.Layer):
         and values from `cache` (see `key_value_cache`) when given.
         """
         if self.mode == "cross":
-            (q,) = self._split_heads(self.query_projection(query), 1)
+            (q,) = self._split_heads(invoke(self.query_projection, query), 1)
             if cache is not None:
                 return q, cache[:, 0], cache[:, 1], cache
             if memory is None:
                 raise ValueError("mode='cross' needs `memory` (the encoder output).")
-            k, v = self._split_heads(self.key_value_projection(memory), 2)
+            k, v = self._split_heads(invoke(self.key_value_projection, memory), 2)
             return q, k, v, None
         if memory is not None:
             raise ValueError(
                 f"`memory` is only used with mode='cross'; this layer's mode is "
                 f"{self.mode!r}."
             )
-        q, k, v = self._split_heads(self.qkv_projection(query), 3)
+        q, k, v = self._split_heads(invoke(self.qkv_projection, query), 3)
         if cache is None:
             return q, k, v, None
         if ring:
@@ -262,7 +263,7 @@ class MultiHeadAttention(keras.layers.Layer):
         offset = cache_index if cache is not None and self.mode != "cross" else None
         out = self._attend(q, k, v, key_mask, offset, training, ring)  # (batch, T, heads, d_head)
         batch, length = ops.shape(query)[0], ops.shape(query)[1]
-        out = self.output_projection(ops.reshape(out, (batch, length, self.d_model)))
+        out = invoke(self.output_projection, ops.reshape(out, (batch, length, self.d_model)))
         return out if cache is None else (out, cache)
 
     def _check_inputs(self, query, memory):

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_transformer import validation
+from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.feed_forward import ACTIVATIONS
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
@@ -150,8 +151,8 @@ class TransformerBlock(keras.layers.Layer):
     def _residual(self, x, norm, sublayer, training):
         """Residual sub-layer: post-LN `LN(x + f(x))` or pre-LN `x + f(LN(x))`."""
         if self.ln_position == "pre":
-            return x + self.residual_dropout(sublayer(norm(x)), training=training)
-        return norm(x + self.residual_dropout(sublayer(x), training=training))
+            return x + invoke(self.residual_dropout, sublayer(invoke(norm, x)), training=training)
+        return invoke(norm, x + invoke(self.residual_dropout, sublayer(x), training=training))
 
     def call(
         self,
@@ -182,9 +183,9 @@ class TransformerBlock(keras.layers.Layer):
         def attend(layer, key, h, **kwargs):
             """One attention sub-layer; with a cache, keeps its updated cache."""
             if cache is None:
-                return layer(h, training=training, **kwargs)
-            out, updated[key] = layer(
-                h, cache=cache[key], cache_index=cache_index, training=training, **kwargs
+                return invoke(layer, h, training=training, **kwargs)
+            out, updated[key] = invoke(
+                layer, h, cache=cache[key], cache_index=cache_index, training=training, **kwargs
             )
             return out
 
@@ -206,7 +207,9 @@ class TransformerBlock(keras.layers.Layer):
                 ),
                 training,
             )
-        x = self._residual(x, self.feed_forward_norm, self.feed_forward, training)
+        x = self._residual(
+            x, self.feed_forward_norm, lambda h: invoke(self.feed_forward, h), training
+        )
         return x if cache is None else (x, updated)
 
     def cross_attention_probabilities(self, x, memory, padding_mask=None, memory_mask=None):

@@ -6,6 +6,7 @@ import keras
 
 from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
 from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
+from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
 from keras_transformer.models import presets
@@ -137,9 +138,9 @@ class TransformerModel(keras.Model):
             start_index: absolute position of `ids[:, 0]` (for cached steps).
             training: whether dropout is active.
         """
-        hidden = self.token_embedding(ids)
-        hidden = hidden + self.position_embedding(hidden, start_index=start_index)
-        return self.embedding_dropout(hidden, training=training)
+        hidden = invoke(self.token_embedding, ids)
+        hidden = hidden + invoke(self.position_embedding, hidden, start_index=start_index)
+        return invoke(self.embedding_dropout, hidden, training=training)
 
     @staticmethod
     def run_stack(
@@ -167,16 +168,17 @@ class TransformerModel(keras.Model):
         updated = []
         for i, block in enumerate(blocks):
             if caches is None:
-                hidden = block(hidden, padding_mask=padding_mask, training=training, **memory)
+                hidden = invoke(block, hidden, padding_mask=padding_mask, training=training,
+                              **memory)
             else:
-                hidden, cache = block(
-                    hidden, padding_mask=padding_mask, cache=caches[i],
+                hidden, cache = invoke(
+                    block, hidden, padding_mask=padding_mask, cache=caches[i],
                     cache_index=cache_index, training=training, keep_until=keep_until,
                     **memory,
                 )
                 updated.append(cache)
         if final_norm is not None:
-            hidden = final_norm(hidden)
+            hidden = invoke(final_norm, hidden)
         return hidden if caches is None else (hidden, updated)
 
     def logits(self, hidden):
@@ -187,7 +189,7 @@ class TransformerModel(keras.Model):
         """
         if self.config.tie_embeddings:
             return self.token_embedding.project(hidden)
-        return self.output_projection(hidden)
+        return invoke(self.output_projection, hidden)
 
     # --- training defaults ---------------------------------------------------
     def training_recipe(self):

@@ -41,6 +41,13 @@ def _select(source, candidates, count):
     return chosen + [chosen[-1]] * (count - len(chosen))
 
 
+def _until_end(ids, config):
+    """A generated row's tokens before its end id, without padding."""
+    if config.end_id in ids:
+        ids = ids[:ids.index(config.end_id)]
+    return [t for t in ids if t != config.pad_id]
+
+
 def _combine(source, layout, pieces):
     """One translation of a whole text from one translation of each of its pieces.
 
@@ -130,8 +137,9 @@ class Translator(TextTask):
 
         Args:
             texts: a string or a list of strings.
-            beam_size: beam width (1: greedy search).
-            alpha: GNMT length penalty exponent.
+            beam_size: beam width, or None for greedy search (faster; no
+                score).
+            alpha: GNMT length penalty exponent (beam search).
             batch_size: pieces decoded together.
             progress: True for a progress bar, False for none, "auto" for
                 one when there is more than one batch.
@@ -161,9 +169,12 @@ class Translator(TextTask):
 
         Args:
             texts: a string or a list of strings.
-            beam_size: beam width (1: greedy search).
-            num_return: translations per text, best first (<= beam_size).
-            alpha: GNMT length penalty exponent.
+            beam_size: beam width, or None for greedy search (one
+                translation per text, whose score is NaN: greedy search
+                does not score).
+            num_return: translations per text, best first (<= beam_size;
+                1 with greedy search).
+            alpha: GNMT length penalty exponent (beam search).
             batch_size: pieces decoded together.
             progress: True, False or "auto" (a bar when there is more than one batch).
 
@@ -186,11 +197,12 @@ class Translator(TextTask):
         (2, True, True)
         """
         texts, _ = texts_argument("texts", texts)
-        beam_size = validation.check_int("beam_size", beam_size)
+        beam_size = validation.check_int("beam_size", beam_size, allow_none=True)
         num_return = validation.check_int("num_return", num_return)
-        if num_return > beam_size:
+        if num_return > (beam_size or 1):
             raise ValueError(
-                f"`num_return` must be <= beam_size={beam_size}; received {num_return}."
+                f"`num_return` must be <= beam_size={beam_size} (1 with greedy search, "
+                f"beam_size=None); received {num_return}."
             )
         batch_size = validation.check_int("batch_size", batch_size)
         if progress not in (True, False, "auto"):
@@ -234,13 +246,18 @@ class Translator(TextTask):
         return found
 
     def _decode(self, sources, beam_size, alpha, batch_size):
-        """Beam search over id lists; per source, `(text, score)` of every finished beam."""
+        """Decodes id lists; per source, `(text, score)` of every finished beam (beam
+        search) or of the greedy output (score NaN)."""
         config = self.model.config
         width = max(len(source) for source in sources)
         batch = np.full((batch_size, width), config.pad_id, dtype="int32")
         for row, source in enumerate(sources):
             batch[row, :len(source)] = source
         batch[len(sources):, 0] = config.end_id  # filler rows keep one compiled batch size
+        if beam_size is None:
+            rows = [_until_end(ids.tolist(), config) for ids in self.model.generate(
+                batch, beam_size=None)[:len(sources)]]
+            return [[(text, math.nan)] for text in self.detokenize(rows)]
         best = self.model.generate(batch, beam_size=beam_size, alpha=alpha, num_return=beam_size)
         results = []
         for row in range(len(sources)):
@@ -248,8 +265,7 @@ class Translator(TextTask):
             for ids, score, length in zip(best.ids[row], best.scores[row], best.lengths[row]):
                 if score <= NEG_INF / 2:  # a slot no hypothesis filled
                     continue
-                ids = ids[:int(length)].tolist()
-                rows.append([t for t in ids if t not in (config.end_id, config.pad_id)])
+                rows.append(_until_end(ids[:int(length)].tolist(), config))
                 scores.append(float(score))
             results.append(list(zip(self.detokenize(rows), scores)))
         return results

@@ -266,3 +266,23 @@ def test_hash_fraction_is_stable():
     assert gettext_catalogs.hash_fraction("Open file") == pytest.approx(
         int.from_bytes(__import__("hashlib").md5(b"Open file").digest()[:8], "big") / 2**64
     )
+
+
+def test_gettext_splits_hold_whole_programs_out_and_their_texts_out_of_training(tmp_path):
+    # "Quit" is in every program: as a held-out program's text it must leave every other split.
+    for program in ("grep", "make", "sed", "tar"):
+        messages = {"Quit": "Beenden", f"{program} help": f"{program}-Hilfe"}
+        messages.update({f"{program} message {i}": f"{program} Meldung {i}" for i in range(60)})
+        write_mo(tmp_path / f"{program}.mo", messages)
+    splits, held_out = data.gettext_splits(paths=[tmp_path])
+    held = {data.catalog_domain(path) for path in held_out}
+    assert held and len(held) < 4
+    programs = {source.split()[0] for source, _ in splits["new_programs"] if source != "Quit"}
+    assert programs == held
+    assert ("Quit", "Beenden") in splits["new_programs"]
+    seen_texts = {s for name in ("train", "validation", "test") for s, _ in splits[name]}
+    assert not seen_texts & {s for s, _ in splits["new_programs"]}
+    assert {s.split()[0] for s in seen_texts} == {"grep", "make", "sed", "tar"} - held
+    assert splits == data.gettext_splits(paths=[tmp_path])[0]
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        data.gettext_splits("xx", directories=[str(tmp_path / "nowhere")])

@@ -242,3 +242,29 @@ def test_mixed_bfloat16_cached_tokens_match_the_full_pass():
     differ = out[:, 4:] != expected
     assert not (differ & ~near_tie).any(), np.argwhere(differ & ~near_tie)
     assert differ.mean() <= 0.1, f"{differ.sum()} of {differ.size} tokens differ (all near ties)"
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_decode_steps_skip_keras_call_bookkeeping_where_nothing_autocasts(monkeypatch, policy):
+    """After its first call, a loop runs without `Layer.__call__`: compiled on JAX and
+    TensorFlow, and on torch through direct sublayer calls, except where a mixed
+    policy needs `__call__`'s autocasting."""
+    keras.config.set_dtype_policy(policy)
+    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0,
+                                       num_layers=2)
+    prompts = np.random.default_rng(3).integers(3, VOCAB, size=(2, 4))
+    calls = []
+    original = keras.layers.Layer.__call__
+
+    def counting(self, *args, **kwargs):
+        calls.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(keras.layers.Layer, "__call__", counting)
+    first = model.generate(prompts, max_new_tokens=6)  # JAX and TF trace through __call__
+    calls.clear()
+    assert model.generate(prompts, max_new_tokens=6).tolist() == first.tolist()
+    if keras.backend.backend() == "torch" and policy != "float32":
+        assert len(calls) > 6, calls  # every step's sublayers go through __call__
+    else:
+        assert calls == []

@@ -52,6 +52,26 @@ def test_n_best_are_distinct_sorted_and_start_with_the_best(translator):
         ["Open the file", "Save all files"], beam_size=4)
 
 
+def test_greedy_translation_is_the_models_greedy_output_with_the_layout_kept(translator):
+    text = "Open the file"
+    config = translator.model.config
+    source = np.array([translator.tokenize([text])[0] + [config.end_id]], dtype="int32")
+    ids = translator.model.generate(source, beam_size=None)[0].tolist()
+    ids = ids[:ids.index(config.end_id)] if config.end_id in ids else ids
+    expected = translator.detokenize([[t for t in ids if t != config.pad_id]])[0]
+    ((decoded, score),) = translator._decode([source[0].tolist()], None, 0.6, 1)[0]
+    assert decoded == expected and np.isnan(score)
+    (found,) = translator.translations([text], beam_size=None)
+    assert len(found) == 1 and np.isnan(found[0].score)
+    if expected.strip() and matches(text, expected):
+        assert (found[0].text, found[0].notes) == (expected, ())
+    else:  # the untrained model wrote no text or a stray directive: kept or repaired, and said
+        assert found[0].notes in ((translator_module.EMPTY,), (translator_module.REPAIRED,))
+    for source_text, output in zip(MESSAGES, translator.translate(MESSAGES, beam_size=None)):
+        assert outer_whitespace(output) == outer_whitespace(source_text), (source_text, output)
+        assert matches(source_text, output), (source_text, output)
+
+
 def test_a_hypothesis_with_wrong_placeholders_is_never_returned_unmarked():
     source = "Copy %s to %d"
     candidates = [("kopiere %d nach %s", -1.0),  # reordered: printf arguments swapped
@@ -114,6 +134,8 @@ def test_saved_translator_loads_in_safe_mode_with_the_same_strings(translator, t
         (lambda t: t.translate(["a", None]), ["`texts`", "non-strings"]),
         (lambda t: t.translate("a", beam_size=0), ["`beam_size`", ">= 1"]),
         (lambda t: t.translations("a", beam_size=2, num_return=3), ["`num_return`", "<= beam_size"]),
+        (lambda t: t.translations("a", beam_size=None, num_return=2),
+         ["`num_return`", "greedy search"]),
         (lambda t: t.translate("a", batch_size=0), ["`batch_size`", ">= 1"]),
         (lambda t: t.translate("a", progress="yes"), ["`progress`", "'auto'"]),
     ],
