@@ -4,9 +4,10 @@ Translates the splits `examples/translate.py` evaluates on (`kt.data.gettext_spl
 test split of programs seen in training and the programs held out of it) with the
 `kt.Translator` that `make demo` writes, once per search, exactly as a user would call it
 (`Translator.translate`: layout kept, placeholders protected), and prints per split sacreBLEU,
-the mean output length in characters, how many outputs run away (over 3x their reference's
-length) and the decode time of each search, with the references' mean length and the copy
-baseline:
+the mean output length in characters, BLEU's length ratio (output tokens over reference
+tokens: below 1 is what BLEU's brevity penalty punishes), how many outputs run away (over 3x
+their reference's length) and the decode time of each search, with the references' mean
+length and the copy baseline:
 
     KERAS_BACKEND=jax python benchmarks/beam_search_bleu.py --run runs/demo
     KERAS_BACKEND=jax python benchmarks/beam_search_bleu.py --run runs/demo --limit 500 --json out.json
@@ -41,8 +42,10 @@ def compare(translator, pairs, searches, alpha, batch_size, sacrebleu):
         hypotheses = translator.translate(sources, beam_size=beam, alpha=alpha,
                                           batch_size=batch_size, progress=False)
         seconds = time.perf_counter() - start
+        bleu = sacrebleu.corpus_bleu(hypotheses, [references])
         figures["greedy" if beam is None else f"beam {beam}"] = dict(
-            bleu=sacrebleu.corpus_bleu(hypotheses, [references]).score,
+            bleu=bleu.score,
+            length_ratio=bleu.sys_len / bleu.ref_len,  # BLEU's tokens, ours over the references'
             mean_characters=float(np.mean([len(h) for h in hypotheses])),
             runaway=sum(len(h) > 3 * max(len(r), 1) for h, r in zip(hypotheses, references)),
             seconds=seconds,
@@ -57,7 +60,8 @@ def report(name, pairs, figures, sacrebleu):
           f"{sacrebleu.corpus_bleu(sources, [references]).score:.2f}")
     for search, f in figures.items():
         print(f"  {search:<8} BLEU {f['bleu']:6.2f}   mean length {f['mean_characters']:5.1f} "
-              f"characters   {f['runaway']:4d} over 3x the reference   {f['seconds']:6.1f} s")
+              f"characters   length ratio {f['length_ratio']:.3f}   {f['runaway']:4d} over 3x "
+              f"the reference   {f['seconds']:6.1f} s")
     if "greedy" in figures:
         greedy = figures["greedy"]
         for search, f in figures.items():

@@ -53,5 +53,7 @@ def test_figures_are_those_of_the_translators_own_outputs_on_the_demo_splits(tmp
                 sacrebleu.corpus_bleu(outputs, [references]).score)
             assert figures["mean_characters"] == pytest.approx(
                 np.mean([len(text) for text in outputs]))
+            bleu = sacrebleu.corpus_bleu(outputs, [references])
+            assert figures["length_ratio"] == pytest.approx(bleu.sys_len / bleu.ref_len)
     printed = capsys.readouterr().out
     assert "beam 2 - greedy:" in printed and "copy-the-source BLEU" in printed
