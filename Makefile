@@ -58,8 +58,8 @@ test-all: $(STAMP)
 		KERAS_BACKEND=$$backend $(PY) -m pytest -q -n $(WORKERS) || status=1; \
 	done; exit $$status
 
-# The main job: English->German on the system's gettext catalogs, about 12 minutes on
-# 2 CPU cores (7 of them training), ending with BLEU on the message and new-program splits,
+# The main job: English->German on the system's gettext catalogs, about 9 minutes on
+# 2 quiet CPU cores once installed (7 of them training), ending with BLEU on the message and new-program splits,
 # the copy baselines, placeholder and white-space fidelity, samples, and a filled catalog.
 demo: $(STAMP)
 	KERAS_BACKEND=$${KERAS_BACKEND:-jax} $(PY) examples/translate.py --minutes 7 \

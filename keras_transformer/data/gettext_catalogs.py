@@ -222,19 +222,7 @@ def load_gettext_pairs(language="de", paths=None, directories=DEFAULT_DIRECTORIE
     [('Help', 'Hilfe'), ('Quit', 'Beenden')]
     """
     validation.check_bool("include_fuzzy", include_fuzzy)
-    if paths is None:
-        files, looked = find_catalogs(language, directories), list(directories)
-    else:
-        files, looked = _expand(paths), [str(p) for p in paths]
-    if not files:
-        raise FileNotFoundError(
-            f"No gettext catalogs (.mo/.po) for language {language!r} were found in "
-            f"{looked} (searched <dir>/{language}/LC_MESSAGES/). Install translated "
-            "messages, e.g. on Debian/Ubuntu `apt-get install language-pack-"
-            f"{language}` or locale packages such as `coreutils` with "
-            "/usr/share/locale kept (remove 'path-exclude /usr/share/locale' from "
-            "/etc/dpkg/dpkg.cfg.d/excludes), or pass `paths=` to .po/.mo files."
-        )
+    files = _catalog_files(language, paths, directories)
     pairs = set()
     for path in files:
         try:
@@ -246,6 +234,26 @@ def load_gettext_pairs(language="de", paths=None, directories=DEFAULT_DIRECTORIE
             if include_fuzzy or not message.fuzzy:
                 pairs.update(message.pairs())
     return sorted(pairs)
+
+
+def _catalog_files(language, paths, directories):
+    """The catalog files of `paths` (files or folders), or of `language` under
+    `directories` when `paths` is None; FileNotFoundError, saying where it looked
+    and how to get some, when there are none."""
+    if paths is None:
+        files, looked = find_catalogs(language, directories), list(directories)
+    else:
+        files, looked = _expand(paths), [str(p) for p in paths]
+    if files:
+        return files
+    raise FileNotFoundError(
+        f"No gettext catalogs (.mo/.po) for language {language!r} were found in "
+        f"{looked} (searched <dir>/{language}/LC_MESSAGES/). Install translated "
+        "messages, e.g. on Debian/Ubuntu `apt-get install language-pack-"
+        f"{language}` or locale packages such as `coreutils` with "
+        "/usr/share/locale kept (remove 'path-exclude /usr/share/locale' from "
+        "/etc/dpkg/dpkg.cfg.d/excludes), or pass `paths=` to .po/.mo files."
+    )
 
 
 def _expand(paths):
@@ -394,13 +402,11 @@ def gettext_splits(language="de", paths=None, directories=DEFAULT_DIRECTORIES):
     >>> splits["new_programs"], [catalog_domain(p) for p in held_out]
     ([('Quit make', 'make beenden')], ['make'])
     """
-    files = find_catalogs(language, directories) if paths is None else _expand(paths)
-    if not files:  # raises FileNotFoundError, saying where it looked
-        load_gettext_pairs(language, paths, directories)
+    files = _catalog_files(language, paths, directories)
     seen, held_out = hold_out_catalogs(files)
     new_programs = load_gettext_pairs(language, paths=held_out) if held_out else []
     held_sources = {source for source, _ in new_programs}
-    pairs = [pair for pair in load_gettext_pairs(language, paths=seen)
+    pairs = [pair for pair in (load_gettext_pairs(language, paths=seen) if seen else [])
              if pair[0] not in held_sources]
     splits = split_by_hash(pairs)
     splits["new_programs"] = new_programs

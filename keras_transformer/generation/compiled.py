@@ -24,7 +24,8 @@ class CompiledLoop:
     arguments (through a `keras.StatelessScope`) instead of being baked in as
     constants, so compilation stays fast and weights can change. On torch the
     function runs eagerly (built once: `traces` is 1), with direct sublayer
-    calls unless the model's dtype policy autocasts (`mixed_*`).
+    calls unless the model's dtype policy autocasts (`mixed_*`; quantized
+    sublayers keep `__call__` too).
 
     Args:
         model: the Keras model whose variables `fn` reads.
@@ -56,10 +57,10 @@ class CompiledLoop:
             self._run = tf.function(traced, jit_compile=True, reduce_retracing=False)
         else:
             self.traces = 1
-            policy = model.dtype_policy
-            direct = policy.compute_dtype == policy.variable_dtype  # nothing to autocast
 
             def eager(*args):
+                policy = model.dtype_policy  # read per call: a policy can change
+                direct = policy.compute_dtype == policy.variable_dtype  # nothing to autocast
                 with sublayer_call.direct_calls(direct):
                     return fn(*args)
 
@@ -86,7 +87,14 @@ def decode_loop(cond, body, state):
         state: a tuple whose first element is the int32 scalar position.
 
     Returns:
-        The final state.
+        The final state (its position a Python int on torch, a tensor elsewhere).
+
+    Example:
+    >>> from keras import ops
+    >>> state = decode_loop(lambda i, total: i < 4, lambda i, total: (i + 1, total + i),
+    ...                     (ops.convert_to_tensor(1), ops.convert_to_tensor(0)))
+    >>> int(ops.convert_to_numpy(state[1]))
+    6
     """
     if keras.backend.backend() != "torch":
         return ops.while_loop(cond, body, state)

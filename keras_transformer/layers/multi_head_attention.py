@@ -7,10 +7,10 @@ from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
-from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers import banded_attention
 from keras_transformer.layers import key_value_cache
 from keras_transformer.layers import scaled_dot_product
+from keras_transformer.layers.sublayer_call import invoke
 
 MODES = ("bidirectional", "causal", "banded", "cross")
 
@@ -203,7 +203,7 @@ class MultiHeadAttention(keras.layers.Layer):
         """
         if self.mode != "cross":
             raise ValueError("key_value_cache is for mode='cross' layers.")
-        k, v = self._split_heads(self.key_value_projection(memory), 2)
+        k, v = self._split_heads(invoke(self.key_value_projection, memory), 2)
         return ops.stack([k, v], axis=1)
 
     def _mask(self, query_length, key_length, key_mask, offset=None, ring=False):

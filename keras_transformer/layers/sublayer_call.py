@@ -14,7 +14,10 @@ inputs already tensors of the compute dtype, no Keras masks, `training`
 passed explicitly, and no autocasting (the variables are stored in the
 compute dtype: `float32`, or `bfloat16` stored as such; not a `mixed_*`
 policy). `generate` turns it on for its torch loop under those conditions
-(`generation.compiled`).
+(`generation.compiled`). A quantized layer (`model.quantize(...)`) is always
+called through `__call__`, which routes it to its `quantized_call`. What a
+direct call also leaves out: torch forward hooks registered on a sublayer,
+and a sublayer's own `__call__` override.
 """
 
 import contextlib
@@ -42,7 +45,7 @@ def invoke(layer, *args, **kwargs):
     ...                  keras.ops.convert_to_numpy(through_keras)))
     True
     """
-    if getattr(_state, "direct", False):
+    if getattr(_state, "direct", False) and layer.quantization_mode is None:
         return layer.call(*args, **kwargs)
     return layer(*args, **kwargs)
 
@@ -54,6 +57,14 @@ def direct_calls(enabled=True):
     Args:
         enabled: False leaves calls as they are (for a caller that decides
             at run time).
+
+    Example:
+    >>> import keras
+    >>> dense = keras.layers.Dense(3)
+    >>> dense.build((None, 4))
+    >>> with direct_calls():
+    ...     tuple(invoke(dense, keras.ops.ones((2, 4))).shape)
+    (2, 3)
     """
     previous = getattr(_state, "direct", False)
     _state.direct = bool(enabled)

@@ -4,10 +4,10 @@ import keras
 from keras import ops
 
 from keras_transformer import validation
-from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.feed_forward import ACTIVATIONS
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+from keras_transformer.layers.sublayer_call import invoke
 
 LN_POSITIONS = ("post", "pre")
 SELF_ATTENTION_MODES = ("bidirectional", "causal", "banded")

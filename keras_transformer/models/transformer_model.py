@@ -168,8 +168,9 @@ class TransformerModel(keras.Model):
         updated = []
         for i, block in enumerate(blocks):
             if caches is None:
-                hidden = invoke(block, hidden, padding_mask=padding_mask, training=training,
-                              **memory)
+                hidden = invoke(
+                    block, hidden, padding_mask=padding_mask, training=training, **memory
+                )
             else:
                 hidden, cache = invoke(
                     block, hidden, padding_mask=padding_mask, cache=caches[i],

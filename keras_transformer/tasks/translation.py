@@ -11,7 +11,8 @@ class Translation:
         text: the translation.
         score: the search's score (summed over the text's segments): the
             log-probability divided by the GNMT length penalty with beam
-            search, the log-probability otherwise. Higher is better.
+            search (higher is better); NaN with greedy search, which does
+            not score.
         notes: why a person should review it before it counts as good, e.g.
             `"placeholders repaired"`; empty when nothing was changed after
             decoding.

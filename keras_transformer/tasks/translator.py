@@ -28,6 +28,7 @@ def _select(source, candidates, count):
     `candidates` are `(text, score)`, best first. A candidate that fails
     `placeholders.matches` is only used, repaired, when fewer than `count` match.
     """
+    best_score = candidates[0][1] if candidates else 0.0
     candidates = [(text, score) for text, score in candidates if text.strip()]
     matching, repaired = [], []
     for text, score in candidates:
@@ -37,7 +38,7 @@ def _select(source, candidates, count):
             repaired.append(Translation(placeholders.repair(source, text), score, (REPAIRED,)))
     chosen = (matching + repaired)[:count]
     if not chosen:  # every candidate was empty
-        chosen = [Translation(source, candidates[0][1] if candidates else 0.0, (EMPTY,))]
+        chosen = [Translation(source, best_score, (EMPTY,))]
     return chosen + [chosen[-1]] * (count - len(chosen))
 
 
@@ -201,8 +202,8 @@ class Translator(TextTask):
         num_return = validation.check_int("num_return", num_return)
         if num_return > (beam_size or 1):
             raise ValueError(
-                f"`num_return` must be <= beam_size={beam_size} (1 with greedy search, "
-                f"beam_size=None); received {num_return}."
+                f"`num_return` must be <= beam_size={beam_size} (1 for greedy search); "
+                f"received {num_return}."
             )
         batch_size = validation.check_int("batch_size", batch_size)
         if progress not in (True, False, "auto"):

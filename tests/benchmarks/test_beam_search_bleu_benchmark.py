@@ -5,9 +5,10 @@ import sys
 
 import numpy as np
 import pytest
-import sacrebleu
 
 import keras_transformer as kt
+
+sacrebleu = pytest.importorskip("sacrebleu")  # the examples extra
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))

@@ -268,3 +268,16 @@ def test_decode_steps_skip_keras_call_bookkeeping_where_nothing_autocasts(monkey
         assert len(calls) > 6, calls  # every step's sublayers go through __call__
     else:
         assert calls == []
+
+
+def test_a_model_quantized_after_decoding_decodes_as_its_full_pass():
+    """Quantized sublayers run their `quantized_call` in the loop too (torch's direct calls
+    keep `__call__` for them), also when the model was quantized after a first `generate`."""
+    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0, num_layers=2)
+    prompts = np.random.default_rng(3).integers(3, VOCAB, size=(2, 4))
+    model.generate(prompts, max_new_tokens=6)  # the loop exists before quantizing
+    model.quantize("int8")
+    out = model.generate(prompts, max_new_tokens=6)
+    for row, prompt in enumerate(prompts):
+        assert out[row].tolist() == full_pass_greedy_decoder_only(
+            model, [int(t) for t in prompt], 6)
