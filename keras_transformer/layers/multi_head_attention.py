@@ -221,11 +221,14 @@ class MultiHeadAttention(keras.layers.Layer):
     def _attend(self, q, k, v, key_mask, offset, training, ring=False):
         """Attention output `(batch, T, heads, d_head)`.
 
-        Three paths, one result:
+        Four paths, one result:
             * plain causal self-attention (no padding mask, no cache, T == S),
               and a banded layer over at most `window` positions (where the
               band is the causal mask), run the backend's causal kernel with
               no mask tensor at all;
+            * one query of a causal layer at a host-int cache position (the
+              eager torch decode loop) reads the cache's filled slots,
+              `0 .. offset`, sliced out, with no mask;
             * a banded layer over more positions, without a cache, computes
               only the band (`banded_attention`);
             * everything else attends over `_mask`.
@@ -240,6 +243,10 @@ class MultiHeadAttention(keras.layers.Layer):
             mode = "causal"
         if mode == "causal" and key_mask is None and full_pass and dropout is None:
             return scaled_dot_product.fused_attention(q, k, v, is_causal=True)
+        if (mode == "causal" and isinstance(offset, int) and q.shape[1] == 1 and not ring
+                and key_mask is None and dropout is None):
+            filled = offset + 1  # (B, offset + 1, H, d_head) below: views of the cache
+            return scaled_dot_product.fused_attention(q, k[:, :filled], v[:, :filled])
         if mode == "banded" and offset is None:
             kernel = banded_attention.native_kernel(q)
             if kernel is not None and key_mask is None and dropout is None:
