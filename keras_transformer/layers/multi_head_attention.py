@@ -226,9 +226,10 @@ class MultiHeadAttention(keras.layers.Layer):
               and a banded layer over at most `window` positions (where the
               band is the causal mask), run the backend's causal kernel with
               no mask tensor at all;
-            * one query of a causal layer at a host-int cache position (the
-              eager torch decode loop) reads the cache's filled slots,
-              `0 .. offset`, sliced out, with no mask;
+            * one query of a causal layer at a Python-int cache position
+              (the eager torch decode loop, or a direct call with an int)
+              reads the cache's filled slots, `0 .. offset`, sliced out,
+              with no mask;
             * a banded layer over more positions, without a cache, computes
               only the band (`banded_attention`);
             * everything else attends over `_mask`.
@@ -243,7 +244,7 @@ class MultiHeadAttention(keras.layers.Layer):
             mode = "causal"
         if mode == "causal" and key_mask is None and full_pass and dropout is None:
             return scaled_dot_product.fused_attention(q, k, v, is_causal=True)
-        if (mode == "causal" and isinstance(offset, int) and q.shape[1] == 1 and not ring
+        if (mode == "causal" and isinstance(offset, int) and offset >= 0 and q.shape[1] == 1
                 and key_mask is None and dropout is None):
             filled = offset + 1  # (B, offset + 1, H, d_head) below: views of the cache
             return scaled_dot_product.fused_attention(q, k[:, :filled], v[:, :filled])

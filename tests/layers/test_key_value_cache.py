@@ -82,3 +82,23 @@ def test_banded_block_cache_is_a_ring_and_dense_blocks_hold_every_position():
     assert tuple(banded.empty_cache(2, 100)["self"].shape) == (2, 2, 4, HEADS, D_MODEL // HEADS)
     assert tuple(banded.empty_cache(2, 3)["self"].shape) == (2, 2, 3, HEADS, D_MODEL // HEADS)
     assert tuple(causal.empty_cache(2, 100)["self"].shape) == (2, 2, 100, HEADS, D_MODEL // HEADS)
+
+
+@pytest.mark.parametrize("host_index", [True, False], ids=["int-position", "tensor-position"])
+def test_causal_cached_steps_read_only_the_filled_slots(attention_kernel_calls, host_index):
+    """One query at a Python-int position reads the filled slots, sliced, with no mask (the
+    eager torch loop); at a tensor position it goes through the mask. Both equal the full
+    pass, and neither reads the slots not written yet (filled with junk here)."""
+    layer = MultiHeadAttention(num_heads=HEADS, mode="causal")
+    x = np.random.default_rng(4).normal(size=(2, 9, D_MODEL)).astype("float32")
+    full = ops.convert_to_numpy(layer(x))
+    cache = np.full((2, 2, 12, HEADS, D_MODEL // HEADS), 1e3, "float32")
+    _, cache = layer(x[:, :3], cache=cache, cache_index=0)
+    del attention_kernel_calls[:]
+    for index in range(3, 9):
+        position = index if host_index else ops.convert_to_tensor(index, dtype="int32")
+        out, cache = layer(x[:, index : index + 1], cache=cache, cache_index=position)
+        np.testing.assert_allclose(ops.convert_to_numpy(out)[:, 0], full[:, index], rtol=1e-5,
+                                   atol=1e-5)
+    # (no mask tensor, causal kernel) per step
+    assert attention_kernel_calls == [(host_index, False)] * 6
