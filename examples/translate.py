@@ -3,7 +3,8 @@
 Trains an `EncoderDecoder` on the translated program messages already on a
 Linux machine (`/usr/share/locale/<lang>/LC_MESSAGES/*.mo`) with the 2017
 paper's recipe: shared SentencePiece vocabulary, Adam(0.9, 0.98, 1e-9) on the
-inverse-square-root warmup schedule, label smoothing 0.1, dropout 0.1, then
+inverse-square-root warmup schedule, label smoothing 0.1, dropout 0.1, the mean of
+the last 5 weight snapshots (the paper averaged its last 5 checkpoints), then
 beam search (4 beams, length penalty 0.6) through `kt.Translator`, which keeps
 each message's white space layout and placeholders. It prints, on the test
 split and on the messages of whole programs held out of training, sacreBLEU
@@ -72,6 +73,11 @@ def parse_args(argv=None):
                         help="multiplies the paper's schedule")
     parser.add_argument("--bucket-width", type=int, default=16,
                         help="batches are padded to a multiple of this many tokens")
+    parser.add_argument("--average-checkpoints", type=int, default=5,
+                        help="end with the mean of the last N weight snapshots, as the paper "
+                             "averaged its last 5 checkpoints (0: the last weights)")
+    parser.add_argument("--average-every", type=int, default=60,
+                        help="steps between the snapshots that --average-checkpoints averages")
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--eval-batch-size", type=int, default=128)
     parser.add_argument("--eval-max-length", type=int, default=64,
@@ -248,6 +254,9 @@ def main(argv=None):
     callbacks = []
     if args.minutes:
         callbacks.append(kt.training.TimeLimit(seconds=60 * args.minutes))
+    if args.average_checkpoints:
+        callbacks.append(kt.training.CheckpointAveraging(args.average_checkpoints,
+                                                         every_n_steps=args.average_every))
     train_start = time.time()
     history = model.fit(train, validation_data=validation, epochs=args.epochs,
                         shuffle=False,  # the dataset reshuffles itself each epoch
