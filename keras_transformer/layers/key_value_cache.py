@@ -47,12 +47,9 @@ def write(cache, index, keys, values):
     update = ops.cast(ops.stack([keys, values], axis=1), cache.dtype)  # (B, 2, T, H, d)
     if _write_in_place():
         torch = sys.modules["torch"]
-        if isinstance(index, int):  # the eager loop's host position: no device scalar
-            positions = torch.arange(index, index + update.shape[2], device=cache.device)
-        else:
-            positions = torch.arange(update.shape[2], device=cache.device) + torch.as_tensor(
-                index, device=cache.device
-            )
+        if not isinstance(index, int):  # a host int (the eager loop) needs no device scalar
+            index = torch.as_tensor(index, device=cache.device)
+        positions = torch.arange(update.shape[2], device=cache.device) + index
         cache = cache.contiguous()  # rows that share memory (a repeated row) get their own
         cache.index_copy_(2, positions, update)
     else:

@@ -6,8 +6,9 @@ the context, tracks masks and losses. In a compiled program (JAX, TensorFlow)
 that costs once, when the program is traced. PyTorch runs eagerly: a cached
 decode step of a small model makes about 26 sublayer calls, and their
 `__call__` bookkeeping took most of the step's time. Inside `direct_calls()`
-the layers of this package (through `invoke`) call their built sublayers' `call` methods
-directly: the same code on the same tensors, without the bookkeeping.
+the layers of this package, which call their sublayers through `invoke`,
+call the built sublayers' `call` methods directly: the same code on the same
+tensors, without the bookkeeping.
 
 It is only safe where that bookkeeping does nothing: every layer built,
 inputs already tensors of the compute dtype, no Keras masks, `training`
