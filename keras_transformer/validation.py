@@ -53,6 +53,17 @@ def check_positive_float(name, value):
     return float(value)
 
 
+def check_fraction(name, value):
+    """`value` must be a float in (0, 1]."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0 < value <= 1
+    ):
+        raise ValueError(f"`{name}` must be a float in (0, 1]; received {value!r}.")
+    return float(value)
+
+
 def check_divisible(name, value, divisor_name, divisor):
     """`value` must be a multiple of `divisor` (e.g. `d_model` by `num_heads`)."""
     if value % divisor:

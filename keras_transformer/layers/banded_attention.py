@@ -84,8 +84,8 @@ def split(q, k, v, window, key_mask=None):
 
     Args:
         q: `(B, T, H, d_head)` queries; keys and values have the same positions.
-        k: `(B, T, H, d_head)`.
-        v: `(B, T, H, d_head)`.
+        k: `(B, T, H_kv, d_head)`.
+        v: `(B, T, H_kv, d_head)`.
         window: w, how many positions each query sees, its own included.
         key_mask: bool `(B, T)`, `True` for real keys, or None.
 
@@ -100,15 +100,14 @@ def split(q, k, v, window, key_mask=None):
     ((6, 4, 2, 4), (6, 8, 2, 4), (6, 4, 8))
     """
     batch, length = ops.shape(q)[0], ops.shape(q)[1]
-    heads, d_head = q.shape[2], q.shape[3]
     blocks = (length + window - 1) // window
     pad = blocks * window - length
 
-    def windows(x):  # (B, T, H, d) -> (B, n, w, H, d)
-        return ops.reshape(_pad_length(x, pad), (batch, blocks, window, heads, d_head))
+    def windows(x):  # (B, T, H, d) -> (B, n, w, H, d); keys may have fewer heads
+        return ops.reshape(_pad_length(x, pad), (batch, blocks, window) + tuple(x.shape[2:]))
 
     def flat(x, rows):  # (B, n, rows, H, d) -> (B * n, rows, H, d)
-        return ops.reshape(x, (batch * blocks, rows, heads, d_head))
+        return ops.reshape(x, (batch * blocks, rows) + tuple(x.shape[3:]))
 
     real = ops.ones((1, length)) if key_mask is None else ops.cast(key_mask, "float32")
     real = ops.reshape(_pad_length(real, pad), (-1, blocks, window))  # (B or 1, n, w)

@@ -1,4 +1,4 @@
-"""Position-wise feed-forward network: Dense(d_ff) -> activation -> Dense(d_model)."""
+"""Position-wise feed-forward network: plain (2017, GPT) or gated (LLaMA)."""
 
 import functools
 
@@ -14,18 +14,30 @@ ACTIVATIONS = {
     "gelu_exact": functools.partial(keras.activations.gelu, approximate=False),
     "silu": keras.activations.silu,
 }
+# Feed-forward kinds: the plain MLP, and the gated units of Shazeer (2020), named
+# after the gate's activation (SwiGLU: silu, LLaMA; GEGLU: the exact gelu).
+KINDS = ("mlp", "swiglu", "geglu")
+_GATES = {"swiglu": "silu", "geglu": "gelu_exact"}
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class FeedForward(keras.layers.Layer):
-    """`FFN(x) = act(x W1 + b1) W2 + b2`, applied to every position alike.
+    """`FFN(x) = act(x W1 + b1) W2 + b2`, or its gated form, at every position alike.
+
+    * `kind="mlp"` (2017 paper, GPT): `act(x W_in + b) W_out + b`.
+    * `kind="swiglu"` / `"geglu"` (Shazeer 2020; LLaMA uses SwiGLU): a third
+      matrix gates the inner activations, `(g(x W_gate) * x W_in) W_out` with
+      g = silu or the exact gelu. At the same `d_ff` it has 1.5x the weights;
+      LLaMA shrinks `d_ff` to about `8/3 d_model` to keep the count.
 
     Args:
         d_ff: inner width (paper: 4 x d_model, 2048 for the base model).
-        activation: `"relu"` (paper), `"gelu"` (GPT-2, tanh approximation),
-            `"gelu_exact"` or `"silu"`.
-        use_bias: whether both matrices have biases.
-        kernel_initializer: initializer of both kernels.
+        activation: the `"mlp"` activation: `"relu"` (paper), `"gelu"`
+            (GPT-2, tanh approximation), `"gelu_exact"` or `"silu"`. The
+            gated kinds use their own gate activation.
+        kind: `"mlp"`, `"swiglu"` or `"geglu"`.
+        use_bias: whether the matrices have biases.
+        kernel_initializer: initializer of every kernel.
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -38,18 +50,22 @@ class FeedForward(keras.layers.Layer):
     >>> import numpy as np
     >>> tuple(FeedForward(d_ff=32, activation="gelu")(np.ones((2, 3, 8))).shape)
     (2, 3, 8)
+    >>> FeedForward(d_ff=32, kind="swiglu", use_bias=False)(np.ones((2, 3, 8))).shape[-1]
+    8
     """
 
     def __init__(
         self,
         d_ff,
         activation="relu",
+        kind="mlp",
         use_bias=True,
         kernel_initializer="glorot_uniform",
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.d_ff = validation.check_int("d_ff", d_ff)
+        self.kind = validation.check_choice("kind", kind, KINDS)
         self.activation = validation.check_choice(
             "activation", activation, tuple(ACTIVATIONS)
         )
@@ -66,12 +82,19 @@ class FeedForward(keras.layers.Layer):
         )
         self.inner = dense(self.d_ff, name="inner")
         self.inner.build(inputs_shape)
+        if self.kind != "mlp":
+            self.gate = dense(self.d_ff, name="gate")
+            self.gate.build(inputs_shape)
         self.outer = dense(d_model, name="outer")
         self.outer.build(tuple(inputs_shape[:-1]) + (self.d_ff,))
         self.built = True
 
     def call(self, inputs):
-        hidden = ACTIVATIONS[self.activation](invoke(self.inner, inputs))  # (batch, T, d_ff)
+        hidden = invoke(self.inner, inputs)  # (batch, T, d_ff)
+        if self.kind == "mlp":
+            hidden = ACTIVATIONS[self.activation](hidden)
+        else:
+            hidden = ACTIVATIONS[_GATES[self.kind]](invoke(self.gate, inputs)) * hidden
         return invoke(self.outer, hidden)
 
     def compute_output_shape(self, inputs_shape):
@@ -81,6 +104,7 @@ class FeedForward(keras.layers.Layer):
         config = super().get_config()
         config.update(
             d_ff=self.d_ff,
+            kind=self.kind,
             activation=self.activation,
             use_bias=self.use_bias,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),

@@ -7,12 +7,17 @@ from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
+from keras_transformer.layers import alibi
 from keras_transformer.layers import banded_attention
 from keras_transformer.layers import key_value_cache
+from keras_transformer.layers import rotary_embedding
 from keras_transformer.layers import scaled_dot_product
+from keras_transformer.layers.normalization import NORMS
+from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.sublayer_call import invoke
 
 MODES = ("bidirectional", "causal", "banded", "cross")
+POSITIONS = (None, "rotary", "alibi")
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -31,8 +36,17 @@ class MultiHeadAttention(keras.layers.Layer):
     A key padding mask combines with every mode. Rows whose keys are all
     masked give zeros, never NaN, in float32, float16 and bfloat16.
 
-    Self-attention projects Q, K and V with one fused `(d_model, 3 d_model)`
-    matrix; cross-attention fuses K and V. The product runs through
+    Self-attention can encode positions itself (`position`): `"rotary"`
+    rotates queries and keys by their absolute positions
+    (`rotary_embedding`), so that scores depend on `p - s` only; `"alibi"`
+    adds `-m_h |p - s|` to the scores (`alibi`). A cached step does the same
+    at its absolute position. `num_kv_heads < num_heads` projects fewer key
+    and value heads, each shared by a group of query heads (grouped-query
+    attention); the cache holds only those. `qk_norm` normalizes each
+    query and key head before the product.
+
+    Self-attention projects Q, K and V with one fused matrix
+    (`(d_model, (H + 2 H_kv) d_head)`); cross-attention fuses K and V. The product runs through
     `keras.ops.dot_product_attention` (flash/fused kernels on GPU) unless
     attention-probability dropout is active in training.
 
@@ -48,6 +62,14 @@ class MultiHeadAttention(keras.layers.Layer):
         dropout: dropout rate on the attention probabilities (default 0:
             the paper's residual dropout does not need it).
         use_bias: whether the projections have biases.
+        num_kv_heads: key/value heads (must divide `num_heads`; 1 is
+            multi-query attention); None: `num_heads`.
+        position: None, `"rotary"` or `"alibi"` (self-attention modes only).
+        rotary_base: RoPE's wavelength base.
+        rotary_fraction: share of each head's features that RoPE rotates.
+        qk_norm: None, or the norm (`"layer"` or `"rms"`) applied to each
+            query and key head before their product.
+        norm_epsilon: epsilon of the `qk_norm` norms.
         kernel_initializer: initializer of the projection kernels.
         **kwargs: base `keras.layers.Layer` arguments.
 
@@ -82,6 +104,10 @@ class MultiHeadAttention(keras.layers.Layer):
     (1, 7, 8)
     >>> tuple(attention.attention_probabilities(target, memory=source).shape)
     (1, 2, 7, 6)
+    >>> gqa = MultiHeadAttention(num_heads=4, num_kv_heads=1, mode="causal",
+    ...                          position="rotary")
+    >>> tuple(gqa(np.ones((1, 5, 16))).shape), gqa.kv_heads
+    ((1, 5, 16), 1)
     """
 
     def __init__(
@@ -91,12 +117,31 @@ class MultiHeadAttention(keras.layers.Layer):
         window=None,
         dropout=0.0,
         use_bias=True,
+        num_kv_heads=None,
+        position=None,
+        rotary_base=10000.0,
+        rotary_fraction=1.0,
+        qk_norm=None,
+        norm_epsilon=1e-5,
         kernel_initializer="glorot_uniform",
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.num_heads = validation.check_int("num_heads", num_heads)
         self.mode = validation.check_choice("mode", mode, MODES)
+        self.num_kv_heads = validation.check_int("num_kv_heads", num_kv_heads, allow_none=True)
+        self.kv_heads = self.num_heads if num_kv_heads is None else self.num_kv_heads
+        validation.check_divisible("num_heads", self.num_heads, "num_kv_heads", self.kv_heads)
+        self.position = validation.check_choice("position", position, POSITIONS)
+        if mode == "cross" and position is not None:
+            raise ValueError(
+                f"`position` is for self-attention: a cross-attention layer's keys are "
+                f"another sequence's; received position={position!r} with mode='cross'."
+            )
+        self.rotary_base = validation.check_positive_float("rotary_base", rotary_base)
+        self.rotary_fraction = validation.check_fraction("rotary_fraction", rotary_fraction)
+        self.qk_norm = validation.check_choice("qk_norm", qk_norm, (None,) + NORMS)
+        self.norm_epsilon = validation.check_positive_float("norm_epsilon", norm_epsilon)
         if mode == "banded":
             self.window = validation.check_int("window", window)
         elif window is not None:
@@ -123,14 +168,33 @@ class MultiHeadAttention(keras.layers.Layer):
         d_model = query_shape[-1]
         validation.check_divisible("d_model", d_model, "num_heads", self.num_heads)
         self.d_model, self.d_head = d_model, d_model // self.num_heads
+        if self.position == "rotary" and (
+            self.d_head % 2 or rotary_embedding.rotary_dim(self.d_head, self.rotary_fraction) < 2
+        ):
+            raise ValueError(
+                f"Rotary positions turn pairs of features: the head width (d_model / "
+                f"num_heads = {self.d_head}) must be even and `rotary_fraction` "
+                f"({self.rotary_fraction}) must leave at least 2 of them rotating."
+            )
+        kv_width = self.kv_heads * self.d_head
         if self.mode == "cross":
             self.query_projection = self._dense(d_model, "query")
             self.query_projection.build(query_shape)
-            self.key_value_projection = self._dense(2 * d_model, "key_value")
+            self.key_value_projection = self._dense(2 * kv_width, "key_value")
             self.key_value_projection.build(memory_shape or query_shape)
         else:
-            self.qkv_projection = self._dense(3 * d_model, "qkv")
+            self.qkv_projection = self._dense(d_model + 2 * kv_width, "qkv")
             self.qkv_projection.build(query_shape)
+        if self.qk_norm is not None:
+            heads_shape = (None, None, None, self.d_head)
+            self.query_norm = make_norm(
+                self.qk_norm, self.norm_epsilon, self.dtype_policy, "query_norm"
+            )
+            self.query_norm.build(heads_shape)
+            self.key_norm = make_norm(
+                self.qk_norm, self.norm_epsilon, self.dtype_policy, "key_norm"
+            )
+            self.key_norm.build(heads_shape)
         self.output_projection = self._dense(d_model, "output")
         self.output_projection.build(query_shape)
         self.probability_dropout = keras.layers.Dropout(
@@ -138,11 +202,29 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         self.built = True
 
-    def _split_heads(self, x, parts):
-        """`(batch, L, parts * d_model)` -> `parts` tensors `(batch, L, heads, d_head)`."""
+    def _split_heads(self, x, *heads):
+        """`(batch, L, sum(heads) d_head)` -> tensors `(batch, L, heads[i], d_head)`."""
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        x = ops.reshape(x, (batch, length, parts, self.num_heads, self.d_head))
-        return [x[:, :, i] for i in range(parts)]
+        x = ops.reshape(x, (batch, length, sum(heads), self.d_head))
+        ends = [sum(heads[: i + 1]) for i in range(len(heads))]
+        return [x[:, :, end - n: end] for n, end in zip(heads, ends)]
+
+    def _queries(self, q, start):
+        """Per-head norm and rotation of queries `(batch, T, H, d_head)` at positions `start..`."""
+        if self.qk_norm is not None:
+            q = invoke(self.query_norm, q)
+        return self._rotate(q, start)
+
+    def _keys(self, k, start):
+        """Per-head norm and rotation of keys `(batch, S, H_kv, d_head)` at positions `start..`."""
+        if self.qk_norm is not None:
+            k = invoke(self.key_norm, k)
+        return self._rotate(k, start)
+
+    def _rotate(self, x, start):
+        if self.position != "rotary":
+            return x
+        return rotary_embedding.rotate(x, start, self.rotary_base, self.rotary_fraction)
 
     def _project(self, query, memory, cache=None, cache_index=None, keep_until=None, ring=False):
         """Q, K, V `(batch, L, heads, d_head)` and the updated cache (or None).
@@ -153,19 +235,24 @@ class MultiHeadAttention(keras.layers.Layer):
         and values from `cache` (see `key_value_cache`) when given.
         """
         if self.mode == "cross":
-            (q,) = self._split_heads(invoke(self.query_projection, query), 1)
+            (q,) = self._split_heads(invoke(self.query_projection, query), self.num_heads)
+            q = self._queries(q, 0)
             if cache is not None:
                 return q, cache[:, 0], cache[:, 1], cache
             if memory is None:
                 raise ValueError("mode='cross' needs `memory` (the encoder output).")
-            k, v = self._split_heads(invoke(self.key_value_projection, memory), 2)
+            k, v = self._memory_keys_values(memory)
             return q, k, v, None
         if memory is not None:
             raise ValueError(
                 f"`memory` is only used with mode='cross'; this layer's mode is "
                 f"{self.mode!r}."
             )
-        q, k, v = self._split_heads(invoke(self.qkv_projection, query), 3)
+        q, k, v = self._split_heads(
+            invoke(self.qkv_projection, query), self.num_heads, self.kv_heads, self.kv_heads
+        )
+        start = 0 if cache is None else cache_index
+        q, k = self._queries(q, start), self._keys(k, start)
         if cache is None:
             return q, k, v, None
         if ring:
@@ -203,8 +290,14 @@ class MultiHeadAttention(keras.layers.Layer):
         """
         if self.mode != "cross":
             raise ValueError("key_value_cache is for mode='cross' layers.")
-        k, v = self._split_heads(invoke(self.key_value_projection, memory), 2)
-        return ops.stack([k, v], axis=1)
+        return ops.stack(self._memory_keys_values(memory), axis=1)
+
+    def _memory_keys_values(self, memory):
+        """Cross-attention keys and values `(batch, S, H_kv, d_head)` of `memory`."""
+        k, v = self._split_heads(
+            invoke(self.key_value_projection, memory), self.kv_heads, self.kv_heads
+        )
+        return self._keys(k, 0), v
 
     def _mask(self, query_length, key_length, key_mask, offset=None, ring=False):
         """Attention mask `(batch or 1, T, S)` for this mode, or None."""
@@ -217,6 +310,12 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             structure = None
         return masks.merge_masks(structure, masks.key_mask_to_attention_mask(key_mask))
+
+    def _alibi(self, query_positions, key_positions):
+        """ALiBi's score bias `(1, H, T, S)` for these positions, or None without ALiBi."""
+        if self.position != "alibi":
+            return None
+        return alibi.bias(self.num_heads, query_positions, key_positions)
 
     def _attend(self, q, k, v, key_mask, offset, training, ring=False):
         """Attention output `(batch, T, heads, d_head)`.
@@ -233,6 +332,8 @@ class MultiHeadAttention(keras.layers.Layer):
             * a banded layer over more positions, without a cache, computes
               only the band (`banded_attention`);
             * everything else attends over `_mask`.
+        With ALiBi, each path adds the bias of its queries' and keys'
+        absolute positions.
         """
         dropout = None
         if self.dropout > 0 and training:
@@ -243,21 +344,37 @@ class MultiHeadAttention(keras.layers.Layer):
         if mode == "banded" and full_pass and q.shape[1] <= self.window:
             mode = "causal"
         if mode == "causal" and key_mask is None and full_pass and dropout is None:
-            return scaled_dot_product.fused_attention(q, k, v, is_causal=True)
+            positions = ops.arange(query_length, dtype="int32")
+            bias = self._alibi(positions, positions)
+            return scaled_dot_product.fused_attention(q, k, v, is_causal=True, bias=bias)
         if (mode == "causal" and isinstance(offset, int) and offset >= 0 and q.shape[1] == 1
                 and key_mask is None and dropout is None):
             filled = offset + 1  # (B, offset + 1, H, d_head) below: views of the cache
-            return scaled_dot_product.fused_attention(q, k[:, :filled], v[:, :filled])
+            bias = self._alibi(ops.convert_to_tensor([offset], "int32"),
+                               ops.arange(filled, dtype="int32"))
+            return scaled_dot_product.fused_attention(q, k[:, :filled], v[:, :filled], bias=bias)
         if mode == "banded" and offset is None:
             kernel = banded_attention.native_kernel(q)
-            if kernel is not None and key_mask is None and dropout is None:
+            if kernel is not None and key_mask is None and dropout is None and self.position != "alibi":
                 return kernel(q, k, v, self.window)
             blocks = banded_attention.split(q, k, v, self.window, key_mask)
+            # In every window, query i sits at w + i and key j at j: one bias serves all.
+            bias = self._alibi(ops.arange(self.window, 2 * self.window, dtype="int32"),
+                               ops.arange(2 * self.window, dtype="int32"))
             return blocks.merge(scaled_dot_product.attend(
-                blocks.queries, blocks.keys, blocks.values, blocks.mask, dropout
+                blocks.queries, blocks.keys, blocks.values, blocks.mask, dropout, bias
             ))
         mask = self._mask(query_length, key_length, key_mask, offset, ring)
-        return scaled_dot_product.attend(q, k, v, mask, dropout)
+        bias = None
+        if self.position == "alibi":
+            first = key_length - query_length if offset is None else ops.cast(offset, "int32")
+            queries = ops.arange(query_length, dtype="int32") + first
+            if ring:  # the ring's slots, then this call's keys
+                keys = ops.concatenate([masks.ring_positions(first, self.window), queries], 0)
+            else:
+                keys = ops.arange(key_length, dtype="int32")
+            bias = self._alibi(queries, keys)
+        return scaled_dot_product.attend(q, k, v, mask, dropout, bias)
 
     def call(
         self, query, memory=None, key_mask=None, cache=None, cache_index=None, training=None,
@@ -300,8 +417,11 @@ class MultiHeadAttention(keras.layers.Layer):
         q, k, _, _ = self._project(query, memory)
         if key_mask is not None:
             validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
+        query_length, key_length = ops.shape(q)[1], ops.shape(k)[1]
+        keys = ops.arange(key_length, dtype="int32")
+        bias = self._alibi(keys[key_length - query_length:], keys)
         return scaled_dot_product.probabilities(
-            q, k, self._mask(ops.shape(q)[1], ops.shape(k)[1], key_mask)
+            q, k, self._mask(query_length, key_length, key_mask), bias
         )
 
     def compute_output_shape(self, query_shape, memory_shape=None, key_mask_shape=None,
@@ -318,6 +438,12 @@ class MultiHeadAttention(keras.layers.Layer):
             window=self.window,
             dropout=self.dropout,
             use_bias=self.use_bias,
+            num_kv_heads=self.num_kv_heads,
+            position=self.position,
+            rotary_base=self.rotary_base,
+            rotary_fraction=self.rotary_fraction,
+            qk_norm=self.qk_norm,
+            norm_epsilon=self.norm_epsilon,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
         )
         return config

@@ -1,46 +1,52 @@
 """One Transformer layer: self-attention, optional cross-attention, feed-forward."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
 from keras_transformer import validation
-from keras_transformer.layers.feed_forward import ACTIVATIONS
+from keras_transformer.layers.block_config import BlockConfig
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
+from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.sublayer_call import invoke
 
-LN_POSITIONS = ("post", "pre")
 SELF_ATTENTION_MODES = ("bidirectional", "causal", "banded")
+_BLOCK_FIELDS = frozenset(field.name for field in dataclasses.fields(BlockConfig))
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
 class TransformerBlock(keras.layers.Layer):
-    """Encoder layer, decoder layer or GPT block, depending on two arguments.
+    """Encoder layer, decoder layer, GPT or LLaMA block, depending on its toggles.
 
     Each sub-layer f (self-attention, cross-attention when asked, feed-forward)
     is wrapped in a residual connection with dropout on f's output:
-        * `ln_position="post"` (2017 paper): `x = LayerNorm(x + dropout(f(x)))`;
-        * `ln_position="pre"` (GPT-2): `x = x + dropout(f(LayerNorm(x)))`.
+        * `ln_position="post"` (2017 paper): `x = norm(x + dropout(f(x)))`;
+        * `ln_position="pre"` (GPT-2): `x = x + dropout(f(norm(x)))`.
     Post-LN keeps every block's output normalized but needs a long learning
     rate warmup when deep; pre-LN leaves an un-normalized residual stream
-    (the model adds one final LayerNorm) and trains without it.
+    (the model adds one final norm) and trains without it.
     Both positions have the same weights: only the order of operations differs.
 
+    The architecture toggles (norm, feed-forward kind, positions in attention,
+    key/value heads, biases, ...) are one `BlockConfig`, passed as `config`
+    or as its fields by keyword (`TransformerBlock(num_heads=2, d_ff=32,
+    norm="rms")`). What differs between the blocks of one model (which
+    attention mode, the band width, whether there is cross-attention) are
+    the block's own arguments.
+
     Args:
-        num_heads: attention heads (`d_model`, taken from the input, must be
-            divisible by it).
-        d_ff: inner width of the feed-forward network.
-        ln_position: `"post"` or `"pre"`.
+        config: a `BlockConfig` (or its dict); keyword fields below replace
+            its values.
         self_attention: `"bidirectional"` (encoder), `"causal"` (decoder) or
             `"banded"` (GPT-3's local layers, with `window`).
         window: band width when `self_attention="banded"`.
         cross_attention: whether the block reads an encoder output (`memory`).
-        activation: feed-forward activation (`"relu"`, `"gelu"`, ...).
-        dropout: rate on each sub-layer's output before the residual add.
-        attention_dropout: rate on the attention probabilities (default 0).
-        layer_norm_epsilon: LayerNorm's epsilon.
         kernel_initializer: initializer of every projection kernel.
-        **kwargs: base `keras.layers.Layer` arguments.
+        **kwargs: `BlockConfig` fields (`num_heads`, `d_ff`, `ln_position`,
+            `norm`, `feed_forward`, `position`, `num_kv_heads`, ...) and base
+            `keras.layers.Layer` arguments.
 
     Call arguments:
         x: `(batch, T, d_model)`.
@@ -65,80 +71,72 @@ class TransformerBlock(keras.layers.Layer):
     ...                          cross_attention=True)
     >>> tuple(block(np.ones((2, 7, 8)), memory=np.ones((2, 6, 8))).shape)
     (2, 7, 8)
+    >>> llama = TransformerBlock(num_heads=4, num_kv_heads=2, d_ff=32, ln_position="pre",
+    ...                          norm="rms", feed_forward="swiglu", use_bias=False,
+    ...                          position="rotary", self_attention="causal")
+    >>> tuple(llama(np.ones((2, 7, 16))).shape)
+    (2, 7, 16)
     """
 
     def __init__(
         self,
-        num_heads,
-        d_ff,
-        ln_position="post",
+        config=None,
         self_attention="bidirectional",
         window=None,
         cross_attention=False,
-        activation="relu",
-        dropout=0.0,
-        attention_dropout=0.0,
-        layer_norm_epsilon=1e-5,
         kernel_initializer="glorot_uniform",
         **kwargs,
     ):
+        fields = {name: kwargs.pop(name) for name in list(kwargs) if name in _BLOCK_FIELDS}
         super().__init__(**kwargs)
-        self.num_heads = validation.check_int("num_heads", num_heads)
-        self.d_ff = validation.check_int("d_ff", d_ff)
-        self.ln_position = validation.check_choice(
-            "ln_position", ln_position, LN_POSITIONS
-        )
+        if isinstance(config, dict):
+            config = BlockConfig(**config)
+        if config is None:
+            config = BlockConfig(**fields)
+        elif not isinstance(config, BlockConfig):
+            raise ValueError(
+                f"`config` must be a BlockConfig, its dict or None; received {config!r}."
+            )
+        elif fields:
+            config = dataclasses.replace(config, **fields)
+        self.config = config
         self.self_attention_mode = validation.check_choice(
             "self_attention", self_attention, SELF_ATTENTION_MODES
         )
         self.window = window
         self.has_cross_attention = bool(cross_attention)
-        self.activation = validation.check_choice(
-            "activation", activation, tuple(ACTIVATIONS)
-        )
-        self.dropout = validation.check_rate("dropout", dropout)
-        self.attention_dropout = validation.check_rate(
-            "attention_dropout", attention_dropout
-        )
-        self.layer_norm_epsilon = validation.check_positive_float(
-            "layer_norm_epsilon", layer_norm_epsilon
-        )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         # Sub-layers are created here so that a bad `window` fails at once.
-        attention = dict(
-            num_heads=num_heads,
-            dropout=attention_dropout,
-            kernel_initializer=self.kernel_initializer,
-            dtype=self.dtype_policy,
-        )
+        common = dict(kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy)
         self.self_attention = MultiHeadAttention(
-            mode=self_attention, window=window, name="self_attention", **attention
+            mode=self_attention, window=window, name="self_attention",
+            **config.attention_arguments(), **common,
         )
-        self.self_attention_norm = self._layer_norm("self_attention_norm")
+        self.self_attention_norm = self._norm("self_attention_norm")
         if self.has_cross_attention:
             self.cross_attention = MultiHeadAttention(
-                mode="cross", name="cross_attention", **attention
+                mode="cross", name="cross_attention",
+                **config.attention_arguments(cross=True), **common,
             )
-            self.cross_attention_norm = self._layer_norm("cross_attention_norm")
+            self.cross_attention_norm = self._norm("cross_attention_norm")
         self.feed_forward = FeedForward(
-            d_ff,
-            activation=activation,
-            kernel_initializer=self.kernel_initializer,
-            dtype=self.dtype_policy,
-            name="feed_forward",
+            name="feed_forward", **config.feed_forward_arguments(), **common
         )
-        self.feed_forward_norm = self._layer_norm("feed_forward_norm")
+        self.feed_forward_norm = self._norm("feed_forward_norm")
         self.residual_dropout = keras.layers.Dropout(
-            dropout, dtype=self.dtype_policy, name="residual_dropout"
+            config.dropout, dtype=self.dtype_policy, name="residual_dropout"
         )
 
-    def _layer_norm(self, name):
-        return keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
+    @property
+    def ln_position(self):
+        return self.config.ln_position
+
+    def _norm(self, name):
+        return make_norm(self.config.norm, self.config.layer_norm_epsilon, self.dtype_policy, name)
 
     def build(self, x_shape, padding_mask_shape=None, memory_shape=None,
               memory_mask_shape=None):
+        self.config.check_width(x_shape[-1])
         self.self_attention.build(x_shape)
         self.self_attention_norm.build(x_shape)
         if self.has_cross_attention:
@@ -264,7 +262,7 @@ class TransformerBlock(keras.layers.Layer):
         """
         attention = self.self_attention
         slots = attention.cache_length(max_length)
-        return (batch_size, 2, slots, attention.num_heads, attention.d_head)
+        return (batch_size, 2, slots, attention.kv_heads, attention.d_head)
 
     def compute_output_shape(self, x_shape, *args, **kwargs):
         cache_shape = kwargs.get("cache_shape")
@@ -273,16 +271,10 @@ class TransformerBlock(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            num_heads=self.num_heads,
-            d_ff=self.d_ff,
-            ln_position=self.ln_position,
+            config=dataclasses.asdict(self.config),
             self_attention=self.self_attention_mode,
             window=self.window,
             cross_attention=self.has_cross_attention,
-            activation=self.activation,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            layer_norm_epsilon=self.layer_norm_epsilon,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
         )
         return config

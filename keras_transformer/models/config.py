@@ -4,11 +4,13 @@ import dataclasses
 from typing import Optional
 
 from keras_transformer import validation
-from keras_transformer.layers.feed_forward import ACTIVATIONS
+from keras_transformer.layers.block_config import BlockConfig
+from keras_transformer.layers.normalization import norm_weights
 from keras_transformer.layers.sinusoidal_embedding import LAYOUTS
-from keras_transformer.layers.transformer_block import LN_POSITIONS
 
-POSITIONS = ("sinusoidal", "learned")
+# Added to the embeddings ("sinusoidal", "learned") or made by attention itself.
+POSITIONS = ("sinusoidal", "learned", "rotary", "alibi")
+EMBEDDED_POSITIONS = ("sinusoidal", "learned")
 BANDED_LAYERS = ("alternate", "all")
 
 
@@ -20,12 +22,18 @@ class TransformerConfig:
     arguments; `num_encoder_layers == 0` means decoder-only. Nothing here is a
     runtime mode: training and decoding are call arguments, not config.
 
+    The toggles of a single block carry the names of `BlockConfig`'s fields;
+    `block` collects them into the `BlockConfig` every block of the model is
+    built from (and which validates them). The rest (vocabulary, depth,
+    embeddings, special ids, which layers are banded) belong to the model.
+
     Args:
         vocab_size: one vocabulary for source and target (the paper's shared
             BPE).
         num_decoder_layers: decoder (or GPT) blocks.
         d_model: width of the residual stream.
         num_heads: attention heads; each sees `d_model / num_heads` dimensions.
+            With `num_kv_heads`: query heads.
         d_ff: inner width of the feed-forward network (4 x d_model in both
             papers).
         num_encoder_layers: encoder blocks; 0 means decoder-only (GPT), 6 in
@@ -33,7 +41,10 @@ class TransformerConfig:
         max_length: rows of a learned position table; sinusoids need no limit.
         ln_position: `"post"`: `LN(x + f(x))` (2017); `"pre"`: `x + f(LN(x))`
             (GPT-2).
-        position: `"sinusoidal"`: fixed, any length; `"learned"`: a table.
+        position: `"sinusoidal"`: fixed, any length; `"learned"`: a table;
+            `"rotary"`: RoPE on each self-attention's queries and keys
+            (LLaMA); `"alibi"`: a distance penalty on the scores. The last
+            two add nothing to the embeddings.
         position_layout: sinusoid layout: `"interleaved"` (paper) or fairseq's
             `"concatenated"`.
         activation: feed-forward non-linearity: `"relu"` (2017) or `"gelu"`
@@ -53,7 +64,16 @@ class TransformerConfig:
             every layer is dense).
         banded_layers: which decoder layers are banded: `"alternate"` (GPT-3)
             or `"all"`.
-        layer_norm_epsilon: LayerNorm epsilon (GPT-2: 1e-5, tensor2tensor 1e-6).
+        layer_norm_epsilon: the norms' epsilon (GPT-2: 1e-5, tensor2tensor
+            1e-6, LLaMA 2: 1e-5).
+        norm: `"layer"` (LayerNorm) or `"rms"` (RMSNorm, LLaMA).
+        feed_forward: `"mlp"` or the gated `"swiglu"` (LLaMA) / `"geglu"`.
+        use_bias: biases in the attention and feed-forward projections.
+        num_kv_heads: key/value heads for grouped-query attention (None: as
+            many as `num_heads`; 1: multi-query).
+        qk_norm: normalize each query and key head before their product.
+        rotary_base: RoPE's wavelength base (`position="rotary"`).
+        rotary_fraction: share of each head's features RoPE rotates.
 
     Example:
     >>> config = TransformerConfig(vocab_size=50257, num_encoder_layers=0,
@@ -85,24 +105,25 @@ class TransformerConfig:
     attention_window: Optional[int] = None
     banded_layers: str = "alternate"
     layer_norm_epsilon: float = 1e-5
+    norm: str = "layer"
+    feed_forward: str = "mlp"
+    use_bias: bool = True
+    num_kv_heads: Optional[int] = None
+    qk_norm: bool = False
+    rotary_base: float = 10000.0
+    rotary_fraction: float = 1.0
 
     def __post_init__(self):
         validation.check_int("vocab_size", self.vocab_size)
         validation.check_int("num_decoder_layers", self.num_decoder_layers)
         validation.check_int("num_encoder_layers", self.num_encoder_layers, minimum=0)
         validation.check_int("d_model", self.d_model)
-        validation.check_int("num_heads", self.num_heads)
-        validation.check_divisible("d_model", self.d_model, "num_heads", self.num_heads)
-        validation.check_int("d_ff", self.d_ff)
         validation.check_int("max_length", self.max_length)
-        validation.check_choice("ln_position", self.ln_position, LN_POSITIONS)
         validation.check_choice("position", self.position, POSITIONS)
         validation.check_choice("position_layout", self.position_layout, LAYOUTS)
-        validation.check_choice("activation", self.activation, tuple(ACTIVATIONS))
         validation.check_bool("tie_embeddings", self.tie_embeddings)
         validation.check_bool("scale_embeddings", self.scale_embeddings)
-        validation.check_rate("dropout", self.dropout)
-        validation.check_rate("attention_dropout", self.attention_dropout)
+        self.block.check_width(self.d_model)  # validates every block toggle on the way
         for name in ("pad_id", "start_id", "end_id"):
             validation.check_token_id(name, getattr(self, name), self.vocab_size, allow_none=True)
         if self.start_id is not None and self.start_id == self.pad_id:
@@ -112,11 +133,18 @@ class TransformerConfig:
             )
         validation.check_int("attention_window", self.attention_window, allow_none=True)
         validation.check_choice("banded_layers", self.banded_layers, BANDED_LAYERS)
-        validation.check_positive_float("layer_norm_epsilon", self.layer_norm_epsilon)
         if self.d_model % 2 and self.position == "sinusoidal":
             raise ValueError(
                 f"`d_model` must be even for sinusoidal positions; received {self.d_model}."
             )
+
+    @property
+    def block(self):
+        """The `BlockConfig` of every block: this config's fields of the same names."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(BlockConfig)}
+        if self.position in EMBEDDED_POSITIONS:
+            fields["position"] = None  # added to the embeddings, not made by attention
+        return BlockConfig(**fields)
 
     def decoder_attention_mode(self, layer_index):
         """Self-attention mode of decoder layer `layer_index`: causal or banded.
@@ -133,21 +161,20 @@ class TransformerConfig:
     def count_params(self):
         """Parameter count implied by the config, without building anything.
 
-        Biases on every Dense, scale and offset in every LayerNorm, one final
-        LayerNorm per stack for pre-LN only, tied weights counted once.
+        Each block as `BlockConfig.count_params` counts it, the token
+        embedding (and an untied output projection), a learned position
+        table, and one final norm per stack for pre-LN only; tied weights
+        counted once.
         """
-        d, d_ff = self.d_model, self.d_ff
-        layer_norm = 2 * d
-        attention = 4 * (d * d + d)
-        feed_forward = d * d_ff + d_ff + d_ff * d + d
-        encoder_block = attention + feed_forward + 2 * layer_norm
-        decoder_block = encoder_block + (attention + layer_norm if self.num_encoder_layers else 0)
+        d, block = self.d_model, self.block
         stacks = 2 if self.num_encoder_layers else 1
         total = (
             self.vocab_size * d * (1 if self.tie_embeddings else 2)
             + (self.max_length * d if self.position == "learned" else 0)
-            + self.num_encoder_layers * encoder_block
-            + self.num_decoder_layers * decoder_block
-            + (stacks * layer_norm if self.ln_position == "pre" else 0)
+            + self.num_encoder_layers * block.count_params(d)
+            + self.num_decoder_layers * block.count_params(
+                d, cross_attention=bool(self.num_encoder_layers)
+            )
+            + (stacks * norm_weights(self.norm, d) if self.ln_position == "pre" else 0)
         )
         return total

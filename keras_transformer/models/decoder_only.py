@@ -3,6 +3,7 @@
 import math
 
 import keras
+from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
@@ -29,7 +30,8 @@ class DecoderOnly(TransformerModel):
         d_ff: feed-forward inner width (3072).
         max_length: rows of the learned position table (1024).
         ln_position: `"pre"` (GPT-2) or `"post"` (2017 paper).
-        position: `"learned"` (GPT-2) or `"sinusoidal"` (2017 paper).
+        position: `"learned"` (GPT-2), `"sinusoidal"` (2017 paper),
+            `"rotary"` (LLaMA) or `"alibi"`.
         activation: `"gelu"` (tanh approximation, GPT-2), `"relu"`, ...
         dropout: rate on the embedding sum and on each sub-layer output.
         attention_dropout: rate on the attention probabilities.
@@ -43,11 +45,24 @@ class DecoderOnly(TransformerModel):
         layer_norm_epsilon: LayerNorm epsilon.
         end_id: the token that ends a text (GPT-2's `<|endoftext|>`, 50256):
             `generate` stops a row on it by default; None: no default stop.
+        norm: `"layer"` (LayerNorm) or `"rms"` (RMSNorm, LLaMA), everywhere a
+            norm stands.
+        feed_forward: `"mlp"`, or the gated `"swiglu"` (LLaMA) or `"geglu"`.
+        use_bias: biases in the attention and feed-forward projections
+            (LLaMA: none).
+        num_kv_heads: key/value heads, shared by groups of query heads
+            (grouped-query attention; 1 = multi-query); None: `num_heads`.
+        qk_norm: normalize each query and key head before their product.
+        rotary_base: RoPE's wavelength base, with `position="rotary"`.
+        rotary_fraction: share of each head's features that RoPE rotates.
         **kwargs: base `keras.Model` arguments (`name`, `dtype`).
 
     Call arguments:
         ids: int token ids `(batch, T)`.
         training: whether dropout is active.
+        padding_mask: bool `(batch, T)`, `True` at real tokens, for rows
+            padded on either side; default: every id other than `pad_id`
+            (every id, without a `pad_id`).
 
     Returns:
         Logits `(batch, T, vocab_size)`.
@@ -81,6 +96,13 @@ class DecoderOnly(TransformerModel):
         position_layout="interleaved",
         layer_norm_epsilon=1e-5,
         end_id=None,
+        norm="layer",
+        feed_forward="mlp",
+        use_bias=True,
+        num_kv_heads=None,
+        qk_norm=False,
+        rotary_base=10000.0,
+        rotary_fraction=1.0,
         **kwargs,
     ):
         super().__init__(constructor_arguments(locals()), **kwargs)
@@ -109,8 +131,8 @@ class DecoderOnly(TransformerModel):
         self._build_stack(self.blocks, self.final_norm)
         self.built = True
 
-    def call(self, ids, training=None):
-        return self._forward(ids, training=training)
+    def call(self, ids, training=None, padding_mask=None):
+        return self._forward(ids, training=training, padding_mask=padding_mask)
 
     def call_with_cache(self, ids, caches, cache_index, keep_until=None):
         """One cached decoding step: logits for `ids` at positions `cache_index..`.
@@ -213,11 +235,17 @@ class DecoderOnly(TransformerModel):
             beam_size=beam_size, alpha=alpha, num_return=num_return, padding_mask=padding_mask,
         )
 
-    def _forward(self, ids, caches=None, cache_index=None, training=None, keep_until=None):
+    def _forward(self, ids, caches=None, cache_index=None, training=None, keep_until=None,
+                 padding_mask=None):
         """The one forward pass, full (`caches=None`) or cached."""
         start = 0 if caches is None else cache_index
         hidden = self.embed(ids, start_index=start, training=training)  # (batch, T, d)
-        padding = None if caches is not None else masks.padding_mask(ids, self.config.pad_id)
+        padding = None
+        if caches is None:
+            if padding_mask is None:
+                padding = masks.padding_mask(ids, self.config.pad_id)
+            else:
+                padding = ops.convert_to_tensor(padding_mask, dtype="bool")
         out = self.run_stack(
             self.blocks, self.final_norm, hidden, padding, training,
             caches=caches, cache_index=cache_index, keep_until=keep_until,

@@ -32,7 +32,8 @@ class EncoderDecoder(TransformerModel):
         num_encoder_layers: encoder blocks (default `num_layers`).
         num_decoder_layers: decoder blocks (default `num_layers`).
         ln_position: `"post"` (paper) or `"pre"`.
-        position: `"sinusoidal"` (paper) or `"learned"`.
+        position: `"sinusoidal"` (paper), `"learned"`, `"rotary"` or
+            `"alibi"` (rotary and ALiBi act in self-attention only).
         activation: `"relu"` (paper), `"gelu"`, ...
         dropout: rate on embedding sums and each sub-layer output (base 0.1).
         attention_dropout: rate on the attention probabilities.
@@ -45,6 +46,16 @@ class EncoderDecoder(TransformerModel):
             `kt.data`'s vocabularies put it at 2.
         end_id: the token that ends every source and target (`generate`'s
             default stop id); `kt.data`'s vocabularies put it at 3.
+        norm: `"layer"` (LayerNorm) or `"rms"` (RMSNorm, LLaMA), everywhere a
+            norm stands.
+        feed_forward: `"mlp"`, or the gated `"swiglu"` (LLaMA) or `"geglu"`.
+        use_bias: biases in the attention and feed-forward projections
+            (LLaMA: none).
+        num_kv_heads: key/value heads, shared by groups of query heads
+            (grouped-query attention; 1 = multi-query); None: `num_heads`.
+        qk_norm: normalize each query and key head before their product.
+        rotary_base: RoPE's wavelength base, with `position="rotary"`.
+        rotary_fraction: share of each head's features that RoPE rotates.
         **kwargs: base `keras.Model` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -87,6 +98,13 @@ class EncoderDecoder(TransformerModel):
         layer_norm_epsilon=1e-5,
         start_id=START_ID,
         end_id=END_ID,
+        norm="layer",
+        feed_forward="mlp",
+        use_bias=True,
+        num_kv_heads=None,
+        qk_norm=False,
+        rotary_base=10000.0,
+        rotary_fraction=1.0,
         **kwargs,
     ):
         super().__init__(constructor_arguments(locals()), **kwargs)

@@ -23,6 +23,34 @@ _GPT = dict(  # GPT-2's toggles, also GPT-3's
 )
 
 
+_LLAMA = dict(  # LLaMA's toggles (Touvron et al. 2023), also Mistral's
+    pad_id=None,  # its SentencePiece vocabulary has no padding token
+    ln_position="pre",
+    position="rotary",
+    norm="rms",
+    feed_forward="swiglu",
+    use_bias=False,
+    tie_embeddings=False,
+    scale_embeddings=False,
+    layer_norm_epsilon=1e-5,
+    dropout=0.0,
+    end_id=2,  # </s>
+)
+
+
+def _llama(num_layers, d_model, num_heads, d_ff, max_length=4096, vocab_size=32000, **extra):
+    return dict(
+        _LLAMA,
+        vocab_size=vocab_size,
+        num_layers=num_layers,
+        d_model=d_model,
+        num_heads=num_heads,
+        d_ff=d_ff,
+        max_length=max_length,
+        **extra,
+    )
+
+
 def _gpt(num_layers, d_model, num_heads, max_length=1024, vocab_size=50257, **extra):
     if vocab_size == 50257:  # GPT-2's byte-level BPE: <|endoftext|> ends every text
         extra.setdefault("end_id", 50256)
@@ -69,7 +97,18 @@ PRESETS = {
         "DecoderOnly",
         _gpt(96, 12288, 96, max_length=2048, attention_window=256),
     ),
+    # Count them with `preset_config`: 6.7 and 7.2 billion weights.
+    "llama2_7b": ("DecoderOnly", _llama(32, 4096, 32, 11008)),
+    "mistral_7b": (
+        "DecoderOnly",
+        _llama(32, 4096, 32, 14336, max_length=32768, num_kv_heads=8,
+               attention_window=4096, banded_layers="all"),
+    ),
     "gpt2_tiny": ("DecoderOnly", _gpt(2, 32, 4, max_length=64, vocab_size=128)),
+    "llama_tiny": (
+        "DecoderOnly",
+        _llama(2, 32, 4, 64, max_length=64, vocab_size=128, num_kv_heads=2, end_id=3),
+    ),
     "gpt3_tiny": (
         "DecoderOnly",
         _gpt(4, 32, 4, max_length=64, vocab_size=128, attention_window=4),
@@ -78,8 +117,9 @@ PRESETS = {
 """Every named architecture: `name -> (family class name, constructor arguments)`.
 
 `transformer_base`/`transformer_big` (2017 paper), `gpt2_small` to `gpt2_xl`,
-`gpt3_175b` (count it with `preset_config`: too large to build here), and the
-test-sized `transformer_tiny`, `gpt2_tiny`, `gpt3_tiny`.
+`gpt3_175b`, `llama2_7b` and `mistral_7b` (count the last three with
+`preset_config`: too large to build here), and the test-sized
+`transformer_tiny`, `gpt2_tiny`, `gpt3_tiny` and `llama_tiny`.
 """
 
 

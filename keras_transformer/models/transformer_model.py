@@ -5,6 +5,7 @@ import inspect
 import keras
 
 from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
+from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
 from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.token_embedding import TokenEmbedding
@@ -61,10 +62,12 @@ class TransformerModel(keras.Model):
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )
-        else:
+        elif c.position == "sinusoidal":
             self.position_embedding = SinusoidalEmbedding(
                 layout=c.position_layout, dtype=self.dtype_policy, name="position_embedding"
             )
+        else:  # rotary or ALiBi: the attention layers encode positions
+            self.position_embedding = None
         self.embedding_dropout = keras.layers.Dropout(
             c.dropout, dtype=self.dtype_policy, name="embedding_dropout"
         )
@@ -90,35 +93,28 @@ class TransformerModel(keras.Model):
 
     # --- construction helpers -------------------------------------------------
     def _block(self, name, self_attention="bidirectional", cross_attention=False):
-        c = self.config
         return TransformerBlock(
-            num_heads=c.num_heads,
-            d_ff=c.d_ff,
-            ln_position=c.ln_position,
+            self.config.block,
             self_attention=self_attention,
-            window=c.attention_window if self_attention == "banded" else None,
+            window=self.config.attention_window if self_attention == "banded" else None,
             cross_attention=cross_attention,
-            activation=c.activation,
-            dropout=c.dropout,
-            attention_dropout=c.attention_dropout,
-            layer_norm_epsilon=c.layer_norm_epsilon,
             kernel_initializer=self.kernel_initializer(),
             dtype=self.dtype_policy,
             name=name,
         )
 
     def _final_norm(self, name):
-        """The extra LayerNorm closing a pre-LN stack; post-LN stacks end normalized."""
-        if self.config.ln_position != "pre":
+        """The extra norm closing a pre-LN stack; post-LN stacks end normalized."""
+        c = self.config
+        if c.ln_position != "pre":
             return None
-        return keras.layers.LayerNormalization(
-            epsilon=self.config.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
+        return make_norm(c.norm, c.layer_norm_epsilon, self.dtype_policy, name)
 
     def _build_shared(self):
         hidden_shape = (None, None, self.config.d_model)
         self.token_embedding.build((None, None))
-        self.position_embedding.build(hidden_shape)
+        if self.position_embedding is not None:
+            self.position_embedding.build(hidden_shape)
         if not self.config.tie_embeddings:
             self.output_projection.build(hidden_shape)
 
@@ -133,13 +129,16 @@ class TransformerModel(keras.Model):
     def embed(self, ids, start_index=0, training=None):
         """Token embedding (scaled if asked) + positions, then dropout: `(B, T, d_model)`.
 
+        With rotary or ALiBi positions nothing is added: attention encodes them.
+
         Args:
             ids: int token ids `(B, T)`.
             start_index: absolute position of `ids[:, 0]` (for cached steps).
             training: whether dropout is active.
         """
         hidden = invoke(self.token_embedding, ids)
-        hidden = hidden + invoke(self.position_embedding, hidden, start_index=start_index)
+        if self.position_embedding is not None:
+            hidden = hidden + invoke(self.position_embedding, hidden, start_index=start_index)
         return invoke(self.embedding_dropout, hidden, training=training)
 
     @staticmethod
