@@ -41,6 +41,7 @@ def rotate(x, start_index, base=10000.0, fraction=1.0):
     >>> bool(np.allclose(y[:, 0], x[:, 0])), bool(np.allclose(y[:, 1], x[:, 1]))
     (True, False)
     """
+    x = ops.convert_to_tensor(x)
     d_head = x.shape[-1]
     r = rotary_dim(d_head, fraction)
     exponents = ops.arange(0, r, 2, dtype="float32") / r

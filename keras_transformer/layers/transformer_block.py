@@ -271,7 +271,7 @@ class TransformerBlock(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            config=dataclasses.asdict(self.config),
+            **dataclasses.asdict(self.config),  # the BlockConfig's fields, as keywords
             self_attention=self.self_attention_mode,
             window=self.window,
             cross_attention=self.has_cross_attention,

@@ -25,6 +25,17 @@ VOCAB = 40
         dict(ln_position="pre", position="sinusoidal"),
         dict(attention_window=3),  # GPT-3: dense and banded layers alternate
         dict(attention_window=2, banded_layers="all"),
+        # Positions made by attention, grouped-query attention, LLaMA's block:
+        # the cached step rotates (or biases) at its absolute position.
+        dict(position="rotary"),
+        dict(position="rotary", ln_position="post", rotary_fraction=0.5),
+        dict(position="alibi"),
+        dict(position="alibi", ln_position="post", attention_window=3),
+        dict(num_kv_heads=2, ln_position="post"),
+        dict(num_kv_heads=2, position="rotary", norm="rms", feed_forward="swiglu",
+             use_bias=False, qk_norm=True),
+        dict(num_kv_heads=1, position="alibi", attention_window=2, banded_layers="all"),
+        dict(num_kv_heads=1, position="rotary", attention_window=3, feed_forward="geglu"),
     ],
 )
 def test_decoder_only_cached_greedy_equals_full_passes(overrides):
@@ -125,11 +136,19 @@ def test_gpt_preset_trains_on_and_generates_every_id():
     assert out.tolist() == [[0, 17, 0, 42, 0]]
 
 
-@pytest.mark.parametrize("ln_position", ["post", "pre"])
-def test_encoder_decoder_cached_greedy_equals_full_passes(ln_position):
+@pytest.mark.parametrize(
+    "ln_position,overrides",
+    [
+        ("post", {}),
+        ("pre", {}),
+        ("post", dict(position="rotary", num_kv_heads=2)),
+        ("pre", dict(position="alibi", num_kv_heads=1, norm="rms", qk_norm=True)),
+    ],
+)
+def test_encoder_decoder_cached_greedy_equals_full_passes(ln_position, overrides):
     model = kt.EncoderDecoder.from_preset(
         "transformer_tiny", vocab_size=VOCAB, dropout=0.0, ln_position=ln_position,
-        start_id=START, end_id=None,
+        start_id=START, end_id=None, **overrides,
     )
     rng = np.random.default_rng(2)
     source = rng.integers(3, VOCAB, size=(3, 6))

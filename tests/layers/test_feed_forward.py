@@ -134,3 +134,44 @@ def test_bad_activation_raises(activation):
 def test_bad_d_ff_raises(d_ff):
     with pytest.raises(ValueError, match="d_ff"):
         FeedForward(d_ff=d_ff)
+
+
+@pytest.mark.parametrize("kind,gate", [("swiglu", _silu), ("geglu", _gelu_erf)])
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_gated_kinds_match_numpy(kind, gate, use_bias):
+    """`(g(x W_gate + b_g) * (x W_in + b_in)) W_out + b_out`, Shazeer (2020)."""
+    layer = FeedForward(d_ff=32, kind=kind, use_bias=use_bias)
+    layer.build((None, None, 16))
+    rng = np.random.default_rng(0)
+    named = {}
+    for w in layer.weights:
+        value = rng.normal(size=w.shape) / (np.sqrt(w.shape[0]) if len(w.shape) == 2 else 1.0)
+        w.assign(value.astype("float32"))
+        named[w.path.split("/", 1)[1]] = value
+    x = rng.normal(size=(2, 7, 16))
+
+    def dense(name, h):
+        return h @ named[f"{name}/kernel"] + named.get(f"{name}/bias", 0.0)
+
+    expected = dense("outer", gate(dense("gate", x)) * dense("inner", x))
+    got = ops.convert_to_numpy(layer(x.astype("float32")))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    # The gate is a third matrix: 1.5x the weights of the plain MLP at the same d_ff.
+    assert layer.count_params() == 3 * 16 * 32 + use_bias * (2 * 32 + 16)
+
+
+def test_gated_run_layer_test():
+    run_layer_test(
+        FeedForward,
+        init_kwargs={"d_ff": 24, "kind": "swiglu", "use_bias": False},
+        inputs={"inputs": np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")},
+        expected_output_shape=(2, 5, 8),
+        expected_num_params=3 * 8 * 24,
+        expected_num_trainable_weights=3,
+    )
+
+
+@pytest.mark.parametrize("kind", ["glu", "SwiGLU", None])
+def test_bad_kind_raises(kind):
+    with pytest.raises(ValueError, match="kind"):
+        FeedForward(d_ff=16, kind=kind)

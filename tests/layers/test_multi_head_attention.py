@@ -1,16 +1,21 @@
 """MultiHeadAttention against a NumPy reference built from the layer's own weights.
 
 Weight layout (the reference relies on it): self-attention has one fused
-`qkv` kernel `(d, 3d)` whose columns are `[q | k | v]`, each split into heads
-as `(3, heads, d_head)`; cross-attention has a `query` kernel `(d, d)` and a
-`key_value` kernel `(d, 2d)` split as `(2, heads, d_head)`; both end with an
-`output` kernel `(d, d)` reading the heads concatenated.
+`qkv` kernel `(d, (H + 2 H_kv) d_head)` whose columns are `[q | k | v]`, each
+split into heads; cross-attention has a `query` kernel `(d, d)` and a
+`key_value` kernel `(d, 2 H_kv d_head)` split as `[k | v]`; both end with an
+`output` kernel `(d, d)` reading the heads concatenated. The reference also
+implements the toggles independently: grouped K/V heads (query head h reads
+K/V head `h // (H / H_kv)`), per-head query/key norms, rotary positions
+(`test_rotary_embedding.np_rotate`) and ALiBi (`-2^(-8 (h + 1) / H) |t - s|`).
 """
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
+
+from test_rotary_embedding import np_rotate
 
 from keras_transformer.layers import MultiHeadAttention
 from keras_transformer.testing import run_layer_test
@@ -53,26 +58,50 @@ def _np_mask(mode, t_len, s_len, key_mask, window=None):
     return allowed
 
 
+def _np_norm(w, name, x, kind, epsilon):
+    """A per-head norm over the last axis, from the layer's `name` weights."""
+    if kind == "rms":
+        return x / np.sqrt(np.mean(x**2, -1, keepdims=True) + epsilon) * w[(name, "scale")]
+    centered = x - x.mean(-1, keepdims=True)
+    normed = centered / np.sqrt(np.mean(centered**2, -1, keepdims=True) + epsilon)
+    return normed * w[(name, "gamma")] + w[(name, "beta")]
+
+
 def _np_attention(layer, query, memory=None, key_mask=None):
     """(output (B, T, d), probabilities (B, H, T, S)) computed in float64."""
     w = _weights(layer)
     heads, d_head = layer.num_heads, layer.d_model // layer.num_heads
+    kv_heads = heads if layer.num_kv_heads is None else layer.num_kv_heads
+
+    def dense(x, name):
+        return x @ w[(name, "kernel")] + w.get((name, "bias"), 0.0)
+
     query = query.astype(np.float64)
     batch, t_len, d_model = query.shape
     if layer.mode == "cross":
         memory = memory.astype(np.float64)
         s_len = memory.shape[1]
-        q = query @ w[("query", "kernel")] + w[("query", "bias")]
-        kv = memory @ w[("key_value", "kernel")] + w[("key_value", "bias")]
-        q = q.reshape(batch, t_len, heads, d_head)
-        kv = kv.reshape(batch, s_len, 2, heads, d_head)
-        k, v = kv[:, :, 0], kv[:, :, 1]
+        q = dense(query, "query").reshape(batch, t_len, heads, d_head)
+        kv = dense(memory, "key_value").reshape(batch, s_len, 2 * kv_heads, d_head)
+        k, v = kv[:, :, :kv_heads], kv[:, :, kv_heads:]
     else:
         s_len = t_len
-        qkv = query @ w[("qkv", "kernel")] + w[("qkv", "bias")]
-        qkv = qkv.reshape(batch, t_len, 3, heads, d_head)
-        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        qkv = dense(query, "qkv").reshape(batch, t_len, heads + 2 * kv_heads, d_head)
+        q, k, v = qkv[:, :, :heads], qkv[:, :, heads:heads + kv_heads], qkv[:, :, -kv_heads:]
+    if layer.qk_norm is not None:
+        q = _np_norm(w, "query_norm", q, layer.qk_norm, layer.norm_epsilon)
+        k = _np_norm(w, "key_norm", k, layer.qk_norm, layer.norm_epsilon)
+    if layer.position == "rotary":
+        q = np_rotate(q, 0, layer.rotary_base, layer.rotary_fraction)
+        k = np_rotate(k, 0, layer.rotary_base, layer.rotary_fraction)
+    group = heads // kv_heads
+    k, v = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
     scores = np.einsum("bthd,bshd->bhts", q, k) / np.sqrt(d_head)
+    if layer.position == "alibi":
+        slopes = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)  # H a power of two
+        positions_t = np.arange(s_len - t_len, s_len)
+        distance = np.abs(positions_t[:, None] - np.arange(s_len)[None, :])
+        scores = scores - slopes[None, :, None, None] * distance
     allowed = _np_mask(layer.mode, t_len, s_len, key_mask, layer.window)[:, None]
     allowed = np.broadcast_to(allowed, scores.shape)
     scores = np.where(allowed, scores, -np.inf)
@@ -82,7 +111,7 @@ def _np_attention(layer, query, memory=None, key_mask=None):
     total = exp.sum(-1, keepdims=True)
     probs = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
     heads_out = np.einsum("bhts,bshd->bthd", probs, v).reshape(batch, t_len, d_model)
-    out = heads_out @ w[("output", "kernel")] + w[("output", "bias")]
+    out = dense(heads_out, "output")
     return out, probs
 
 
@@ -587,3 +616,118 @@ def test_mask_free_causal_kernel_equals_the_masked_one():
     np.testing.assert_allclose(
         ops.convert_to_numpy(attention(changed))[:, :-1], fused[:, :-1], rtol=1e-5, atol=1e-6
     )
+
+
+# --- the toggles of newer architectures ------------------------------------------------
+
+TOGGLES = {
+    "gqa": dict(num_kv_heads=2),
+    "multi_query": dict(num_kv_heads=1, use_bias=False),
+    "rotary": dict(position="rotary"),
+    "rotary_partial_gqa": dict(position="rotary", rotary_fraction=0.5, num_kv_heads=2),
+    "alibi": dict(position="alibi"),
+    "alibi_multi_query": dict(position="alibi", num_kv_heads=1),
+    "qk_rms_norm": dict(qk_norm="rms", num_kv_heads=2),
+    "qk_layer_norm_rotary": dict(qk_norm="layer", position="rotary"),
+}
+
+
+# Cross-attention encodes no positions (a ValueError, tested below).
+TOGGLED_MODES = [
+    (mode, toggles)
+    for mode in ("bidirectional", "causal", "banded", "cross")
+    for toggles in TOGGLES
+    if not (mode == "cross" and "position" in TOGGLES[toggles])
+]
+
+
+@pytest.mark.parametrize("mode,toggles", TOGGLED_MODES)
+@pytest.mark.parametrize("masked", [False, True])
+def test_toggled_output_matches_numpy(mode, toggles, masked):
+    """Every attention path (fused causal, blocked band, masked) with each toggle."""
+    layer = _layer(mode, **TOGGLES[toggles])
+    query, memory = _inputs(mode)
+    key_mask = _key_mask(mode) if masked else None
+    out = layer(query, **_call_kwargs(memory, key_mask))
+    expected, _ = _np_attention(layer, query, memory, key_mask)
+    np.testing.assert_allclose(ops.convert_to_numpy(out), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("toggles", ["gqa", "rotary_partial_gqa", "alibi", "qk_rms_norm"])
+def test_toggled_probabilities_match_numpy(toggles):
+    layer = _layer("causal", **TOGGLES[toggles])
+    query, _ = _inputs("causal")
+    _, expected = _np_attention(layer, query)
+    got = ops.convert_to_numpy(layer.attention_probabilities(query))
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_grouped_heads_equal_full_heads_with_repeated_keys_and_values():
+    """GQA is multi-head attention whose K/V heads are copied to their groups."""
+    grouped = _layer("causal", num_kv_heads=2)
+    full = _layer("causal", randomize=False)
+    w = _weights(grouped)
+    d_head = D_MODEL // HEADS
+
+    def expand(x):  # (..., 2 heads * d_head) -> (..., 4 heads * d_head), each head twice
+        heads = x.reshape(x.shape[:-1] + (2, d_head))
+        return np.repeat(heads, 2, axis=-2).reshape(x.shape[:-1] + (HEADS * d_head,))
+
+    for part in ("kernel", "bias"):
+        x = w[("qkv", part)]
+        q, k, v = x[..., :D_MODEL], x[..., D_MODEL:D_MODEL + 8], x[..., D_MODEL + 8:]
+        full.qkv_projection.get_weights()  # built
+        getattr(full.qkv_projection, part).assign(
+            np.concatenate([q, expand(k), expand(v)], axis=-1).astype("float32")
+        )
+        getattr(full.output_projection, part).assign(w[("output", part)].astype("float32"))
+    query, _ = _inputs("causal")
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(grouped(query)), ops.convert_to_numpy(full(query)), atol=1e-5
+    )
+    assert grouped.count_params() < full.count_params()
+
+
+def test_cache_holds_only_the_key_value_heads():
+    from keras_transformer.layers import TransformerBlock
+
+    block = TransformerBlock(num_heads=4, num_kv_heads=1, d_ff=8, self_attention="causal")
+    block.build((None, None, 16))
+    assert block.self_cache_shape(2, 10) == (2, 2, 10, 1, 4)
+    full = TransformerBlock(num_heads=4, d_ff=8, self_attention="causal")
+    full.build((None, None, 16))
+    assert full.self_cache_shape(2, 10) == (2, 2, 10, 4, 4)
+
+
+def test_qk_norm_makes_the_scores_blind_to_the_projection_scale():
+    """With per-head RMS norms, scaling the Q and K projections changes nothing."""
+    layer = _layer("causal", qk_norm="rms", use_bias=False)
+    query, _ = _inputs("causal")
+    before = ops.convert_to_numpy(layer(query))
+    kernel = ops.convert_to_numpy(layer.qkv_projection.kernel).copy()
+    kernel[:, : 2 * D_MODEL] *= 10.0  # queries and keys, not values
+    layer.qkv_projection.kernel.assign(kernel)
+    np.testing.assert_allclose(ops.convert_to_numpy(layer(query)), before, atol=1e-4)
+    plain = _layer("causal", use_bias=False)
+    before = ops.convert_to_numpy(plain(query))
+    kernel = ops.convert_to_numpy(plain.qkv_projection.kernel).copy()
+    kernel[:, : 2 * D_MODEL] *= 10.0
+    plain.qkv_projection.kernel.assign(kernel)
+    assert np.abs(ops.convert_to_numpy(plain(query)) - before).max() > 1e-2
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        (dict(num_kv_heads=3), "num_heads"),
+        (dict(num_kv_heads=0), "num_kv_heads"),
+        (dict(position="rope"), "position"),
+        (dict(mode="cross", position="rotary"), "position"),
+        (dict(rotary_fraction=0.0), "rotary_fraction"),
+        (dict(rotary_base=0), "rotary_base"),
+        (dict(qk_norm="batch"), "qk_norm"),
+    ],
+)
+def test_bad_toggles_raise_naming_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        MultiHeadAttention(num_heads=HEADS, **kwargs)

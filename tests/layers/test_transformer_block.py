@@ -380,3 +380,84 @@ def test_residual_dropout_keeps_the_fused_causal_kernel(attention_kernel_calls):
     assert not np.allclose(trained, _np(block(x, training=False)))  # dropout was on
     _block("pre", self_attention="causal", dropout=0.1, attention_dropout=0.1)(x, training=True)
     assert len(seen) == 2  # the probabilities path does not call the fused kernel
+
+
+# --- the toggles of newer blocks (BlockConfig) ---------------------------------------
+
+LLAMA = dict(num_kv_heads=2, ln_position="pre", norm="rms", feed_forward="swiglu",
+             use_bias=False, position="rotary")
+
+
+def _rms_norm(norm, x):
+    """RMSNorm by hand with the norm's own scale: `x / rms(x) * scale`, no mean, no offset."""
+    return x / np.sqrt(np.mean(x**2, -1, keepdims=True) + norm.epsilon) * _np(norm.scale)
+
+
+@pytest.mark.parametrize("ln_position", ["post", "pre"])
+def test_rms_norm_block_by_hand(ln_position):
+    toggles = {k: v for k, v in LLAMA.items() if k != "ln_position"}
+    block = _block(ln_position, randomize=True, self_attention="causal", **toggles)
+    x = _x()
+    got = _np(block(x))
+    h = x.astype(np.float64)
+    for norm, sublayer in ((block.self_attention_norm, block.self_attention),
+                           (block.feed_forward_norm, block.feed_forward)):
+        if ln_position == "pre":
+            h = h + _np(sublayer(_rms_norm(norm, h).astype("float32")))
+        else:
+            h = _rms_norm(norm, h + _np(sublayer(h.astype("float32"))))
+    np.testing.assert_allclose(got, h, rtol=1e-4, atol=1e-4)
+    assert {w.path.split("/")[-1] for w in block.self_attention_norm.weights} == {"scale"}
+
+
+def test_llama_block_run_layer_test():
+    d_head = D_MODEL // HEADS
+    run_layer_test(
+        TransformerBlock,
+        init_kwargs=dict(num_heads=HEADS, d_ff=D_FF, self_attention="causal", qk_norm=True,
+                         **LLAMA),
+        inputs={"x": _x()},
+        expected_output_shape=(BATCH, T_LEN, D_MODEL),
+        # Q and output 16x16, K and V 16x8; SwiGLU 3 x 16x32; two RMS norms of 16; q/k norms
+        expected_num_params=2 * 256 + 2 * 128 + 3 * 512 + 2 * 16 + 2 * d_head,
+        expected_num_trainable_weights=3 + 2 + 2 + 2,  # qkv, output; 3 FF; 2 norms; q/k norms
+    )
+
+
+def test_block_config_object_and_keywords_build_the_same_block():
+    from keras_transformer.layers.block_config import BlockConfig
+
+    config = BlockConfig(num_heads=HEADS, d_ff=D_FF, **LLAMA)
+    from_object = TransformerBlock(config, self_attention="causal")
+    from_keywords = TransformerBlock(num_heads=HEADS, d_ff=D_FF, self_attention="causal", **LLAMA)
+    assert from_object.config == from_keywords.config == config
+    # A keyword replaces the object's value; get_config is flat and rebuilds the block.
+    overridden = TransformerBlock(config, norm="layer", self_attention="causal")
+    assert overridden.config.norm == "layer" and overridden.config.num_kv_heads == 2
+    rebuilt = TransformerBlock.from_config(from_object.get_config())
+    assert rebuilt.config == config
+    assert from_object.get_config()["num_kv_heads"] == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        (dict(num_kv_heads=3), "num_heads"),
+        (dict(norm="batch"), "norm"),
+        (dict(feed_forward="glu"), "feed_forward"),
+        (dict(use_bias="no"), "use_bias"),
+        (dict(qk_norm=1), "qk_norm"),
+        (dict(position="learned"), "position"),
+        (dict(rotary_fraction=1.5), "rotary_fraction"),
+        (dict(config="llama"), "config"),
+    ],
+)
+def test_bad_block_toggles_raise_naming_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        TransformerBlock(**dict(dict(num_heads=HEADS, d_ff=D_FF), **kwargs))
+
+
+def test_rotary_block_with_too_few_rotating_features_raises_at_build():
+    block = TransformerBlock(num_heads=4, d_ff=8, position="rotary", rotary_fraction=0.25)
+    with pytest.raises(ValueError, match="rotary_fraction"):
+        block.build((None, None, 16))  # d_head 4: a quarter is 1 feature

@@ -26,6 +26,9 @@ PAPER_COUNTS = {
     "gpt3_175b": 174_604_259_328,
     "transformer_base": 63_082_496,  # vocab 37,000 (the paper's "65M")
     "transformer_big": 214_245_376,
+    # The issue's figures: Meta's LLaMA 2 7B and Mistral 7B v0.1 (HF model cards).
+    "llama2_7b": 6_738_415_616,
+    "mistral_7b": 7_241_732_096,
 }
 # Worked out by hand from the preset sizes (see each comment), not from the code.
 TINY_COUNTS = {
@@ -37,8 +40,11 @@ TINY_COUNTS = {
     # V=128, d=32, d_ff=64, 2+2 blocks, sinusoids, post-LN:
     # 128*32 + 2*8544 (encoder block) + 2*(8544 + 4224 + 64) (decoder block)
     "transformer_tiny": 46_848,
+    # V=128, d=32, 4 heads of 8, 2 K/V heads, d_ff=64, 2 blocks, no biases, untied:
+    # 2*128*32 + 2*(32*32 + 2*32*16 + 32*32 (attention) + 3*32*64 (SwiGLU) + 2*32 (RMS)) + 32
+    "llama_tiny": 26_784,
 }
-TOO_BIG_TO_BUILD = ("gpt2_large", "gpt2_xl", "gpt3_175b")
+TOO_BIG_TO_BUILD = ("gpt2_large", "gpt2_xl", "gpt3_175b", "llama2_7b", "mistral_7b")
 FAMILY = {"DecoderOnly": DecoderOnly, "EncoderDecoder": EncoderDecoder}
 
 
@@ -118,6 +124,15 @@ VARIANTS = [
     ("transformer_tiny", dict(ln_position="pre")),
     ("transformer_tiny", dict(num_encoder_layers=1, num_decoder_layers=3)),
     ("transformer_tiny", dict(num_encoder_layers=3, num_decoder_layers=1, ln_position="pre")),
+    # The block toggles, alone and together.
+    ("gpt2_tiny", dict(position="rotary")),
+    ("gpt2_tiny", dict(position="alibi", norm="rms")),
+    ("gpt2_tiny", dict(feed_forward="swiglu", use_bias=False)),
+    ("gpt2_tiny", dict(num_kv_heads=1, qk_norm=True)),
+    ("gpt3_tiny", dict(num_kv_heads=2, feed_forward="geglu", norm="rms", qk_norm=True)),
+    ("transformer_tiny", dict(num_kv_heads=2, position="rotary", norm="rms", use_bias=False)),
+    ("transformer_tiny", dict(feed_forward="swiglu", qk_norm=True, ln_position="pre")),
+    ("llama_tiny", dict(num_kv_heads=None, tie_embeddings=True)),
 ]
 
 
@@ -137,6 +152,19 @@ def test_overridden_variants_built_count_equals_config_count(name, overrides):
         assert len(model.decoder_blocks) == overrides["num_decoder_layers"]
     if overrides.get("position") == "learned":
         assert config_count == base + 48 * 32
+    # The new toggles' deltas, worked out by hand (gpt2_tiny: 2 blocks, d=32, d_ff=128).
+    if name == "gpt2_tiny":
+        if overrides.get("position") in ("rotary", "alibi"):
+            norm_delta = -(2 * 2 + 1) * 32 if overrides.get("norm") == "rms" else 0
+            assert config_count == base - 64 * 32 + norm_delta  # no table; RMS: no offsets
+        if overrides.get("feed_forward") == "swiglu":
+            # + a 32x128 gate per block; no biases: -(4*32 + 128 + 32 + 2*128 ... )
+            per_block = 32 * 128 - (4 * 32) - (128 + 32)
+            assert config_count == base + 2 * per_block
+        if overrides.get("num_kv_heads") == 1:
+            # K and V shrink from 32 to 8 columns (+ biases); q/k norms add 2*2*8 per block
+            per_block = -2 * (32 * 24 + 24) + 2 * 2 * 8
+            assert config_count == base + 2 * per_block
     if overrides.get("ln_position") == "pre" and name == "transformer_tiny":
         if "num_encoder_layers" not in overrides:
             assert config_count == base + 2 * 2 * 32  # a final LayerNorm per stack
