@@ -2,15 +2,20 @@
 
 Nothing here imports torch, transformers or keras-hub: a torch tensor is
 recognised by its `detach` method (duck typing), so a JAX-only install imports
-this package.
+this package. The Hugging Face helpers (sources, configs, `save_pretrained`
+folders) serve every `hf_*` converter; `safetensors` is imported when a file is
+read or written.
 """
 
 import collections.abc
+import json
 import os
 import re
 
 import keras
 import numpy as np
+
+from keras_transformer.optional_dependencies import require
 
 
 def to_numpy(value, name="tensor"):
@@ -139,3 +144,185 @@ def check_path(path, what):
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"{what} must be a path; received {type(path).__name__}.")
     return os.fspath(path)
+
+
+def agree(name, from_config, from_argument):
+    """The argument if given, else the config's value; raises if both are given and differ."""
+    if from_config is not None and from_argument is not None and from_config != from_argument:
+        raise ValueError(
+            f"`{name}`={from_argument!r} contradicts the checkpoint's config ({from_config!r})."
+        )
+    return from_argument if from_argument is not None else from_config
+
+
+def tied_embeddings(config, state, lm_head_name, embedding, reader):
+    """Whether the output projection is the token embedding (Hugging Face `tie_word_embeddings`).
+
+    The config decides when it has the field; without it, tied unless a stored
+    `lm_head_name` differs from `embedding`. A stored head that is tied is
+    marked as read: Hugging Face ignores it too.
+    """
+    lm_head = state.get(lm_head_name)
+    if "tie_word_embeddings" in config:
+        tie = bool(config["tie_word_embeddings"])
+    else:
+        tie = lm_head is None or np.array_equal(to_numpy(lm_head, lm_head_name), embedding)
+    if tie and lm_head is not None:
+        reader.skip(lm_head_name)
+    return tie
+
+
+# --- Hugging Face files ---------------------------------------------------------
+
+
+def load_safetensors(path):
+    return require("safetensors.numpy", "reading a .safetensors checkpoint").load_file(path)
+
+
+def read_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"Cannot read {what} {path!r}: {error}") from error
+
+
+def load_hf_directory(directory):
+    """State dict and config of a `save_pretrained` folder (one file, or shards and an index)."""
+    single = os.path.join(directory, "model.safetensors")
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if os.path.isfile(single):
+        state = load_safetensors(single)
+    elif os.path.isfile(index):
+        shards = sorted(set(read_json(index, "safetensors index")["weight_map"].values()))
+        state = {}
+        for shard in shards:
+            state.update(load_safetensors(os.path.join(directory, shard)))
+    else:
+        raise ValueError(
+            f"{directory!r} holds neither model.safetensors nor model.safetensors.index.json."
+        )
+    config_path = os.path.join(directory, "config.json")
+    config = read_json(config_path, "config") if os.path.isfile(config_path) else None
+    return state, config
+
+
+def resolve_hf_source(source, config_class):
+    """(state mapping, config dict or None) from a path, a model object or a mapping.
+
+    Args:
+        source: a `.safetensors` file (with the `config.json` beside it, if
+            any), a `save_pretrained` folder, a transformers model (its
+            `state_dict()` and `.config`) or a state dict.
+        config_class: the transformers config class name, for messages.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            return load_hf_directory(path)
+        if not os.path.isfile(path):
+            raise ValueError(f"No such file or folder: {path!r}.")
+        if not path.endswith(".safetensors"):
+            raise ValueError(
+                f"Expected a .safetensors file or a save_pretrained folder; received {path!r}."
+            )
+        config_path = os.path.join(os.path.dirname(path), "config.json")
+        config = read_json(config_path, "config") if os.path.isfile(config_path) else None
+        return load_safetensors(path), config
+    config = getattr(source, "config", None)  # a transformers model object
+    state = as_mapping(source, "`source`")
+    return state, (hf_config_dict(config, config_class) if config is not None else None)
+
+
+def hf_config_dict(config, config_class):
+    """A config dict from a dict, a transformers config (`to_dict()`) or a config.json path."""
+    if config is None:
+        return None
+    if isinstance(config, (str, os.PathLike)):
+        return read_json(os.fspath(config), "config")
+    if callable(getattr(config, "to_dict", None)):  # a transformers config object
+        return config.to_dict()
+    if isinstance(config, dict):
+        return dict(config)
+    raise ValueError(
+        f"`config` must be a dict, a {config_class}-like object with `to_dict()`, or a path "
+        f"to config.json; received {type(config).__name__}."
+    )
+
+
+def save_hf_folder(state, config, directory, what):
+    """Writes `model.safetensors` (float32 arrays) and `config.json`; returns the weights' path."""
+    safetensors = require("safetensors.numpy", what)
+    directory = check_path(directory, "`directory`")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "model.safetensors")
+    safetensors.save_file(state, path, metadata={"format": "pt"})  # transformers requires the format
+    with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as file:
+        json.dump(config, file, indent=2)
+    return path
+
+
+# --- name tables ------------------------------------------------------------------
+#
+# A converter's name table lists `(their name, our variable, transpose, columns)`:
+# `transpose` for a `torch.nn.Linear` weight `(out, in)` against our `Dense` kernel
+# `(in, out)`; `columns` None, or the `(start, stop)` of our variable's last axis
+# that their tensor fills (several of their tensors fused into one of ours, like
+# Llama's q/k/v projections into our `qkv`). Entries may omit `columns`.
+
+
+def _entry(entry):
+    their_name, variable, transpose, *rest = entry
+    return their_name, variable, transpose, (rest[0] if rest else None)
+
+
+def assign_table(table, reader, what):
+    """Reads every tensor of `table` from `reader` into our variables, checking shapes first.
+
+    Every missing tensor and every tensor nothing reads is reported (by
+    `reader.check`) before any shape; no variable changes unless all fit.
+    """
+    writer = WeightWriter(what)
+    fused = {}  # variable path -> (variable, array being filled, names, problems)
+    for entry in table:
+        their_name, variable, transpose, columns = _entry(entry)
+        array = reader.get(their_name)
+        if array is None:
+            continue
+        ours = array.T if transpose else array
+        if columns is None:
+            writer.add(variable, ours, their_name, array.shape)
+            continue
+        shape = tuple(variable.shape)
+        _, full, names, problems = fused.setdefault(
+            variable.path, (variable, np.zeros(shape, "float32"), [], [])
+        )
+        names.append(their_name)
+        start, stop = columns
+        expected = shape[:-1] + (stop - start,)
+        if tuple(ours.shape) != expected:
+            problems.append(
+                f"{what}: tensor {their_name!r} has shape {tuple(array.shape)} but maps to "
+                f"{variable.path}[..., {start}:{stop}] of shape {expected}"
+                f"{' once transposed' if transpose else ''}."
+            )
+        else:
+            full[..., start:stop] = ours
+    reader.check()
+    for variable, full, names, problems in fused.values():
+        if problems:
+            raise ValueError(" ".join(problems))
+        writer.add(variable, full, " + ".join(names))
+    writer.apply()
+
+
+def export_table(table):
+    """`their name -> float32 NumPy array` for every entry of `table` (the import reversed)."""
+    state = {}
+    for entry in table:
+        their_name, variable, transpose, columns = _entry(entry)
+        array = to_numpy(variable)
+        if columns is not None:
+            array = array[..., columns[0]:columns[1]]
+        state[their_name] = np.ascontiguousarray(array.T if transpose else array).astype("float32")
+    return state

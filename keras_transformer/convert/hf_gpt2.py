@@ -19,14 +19,9 @@ name -> array-like, torch tensors included, and files are read with
 `safetensors.numpy`.
 """
 
-import json
-import os
 import re
 
-import numpy as np
-
 from keras_transformer.convert import _common
-from keras_transformer.optional_dependencies import require
 from keras_transformer.models.decoder_only import DecoderOnly
 
 # Hugging Face `activation_function` -> our `activation`. GPT-2's "gelu_new" is
@@ -82,73 +77,6 @@ def _name_table(model, prefix):
 # --- reading ------------------------------------------------------------------
 
 
-def _load_safetensors(path):
-    return require("safetensors.numpy", "reading a .safetensors checkpoint").load_file(path)
-
-
-def _read_json(path, what):
-    try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"Cannot read {what} {path!r}: {error}") from error
-
-
-def _load_directory(directory):
-    """State dict and config of a `save_pretrained` folder."""
-    single = os.path.join(directory, "model.safetensors")
-    index = os.path.join(directory, "model.safetensors.index.json")
-    if os.path.isfile(single):
-        state = _load_safetensors(single)
-    elif os.path.isfile(index):
-        shards = sorted(set(_read_json(index, "safetensors index")["weight_map"].values()))
-        state = {}
-        for shard in shards:
-            state.update(_load_safetensors(os.path.join(directory, shard)))
-    else:
-        raise ValueError(
-            f"{directory!r} holds neither model.safetensors nor model.safetensors.index.json."
-        )
-    config_path = os.path.join(directory, "config.json")
-    config = _read_json(config_path, "config") if os.path.isfile(config_path) else None
-    return state, config
-
-
-def _resolve_source(source):
-    """(state mapping, config dict or None) from a path, a model object or a mapping."""
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if os.path.isdir(path):
-            return _load_directory(path)
-        if not os.path.isfile(path):
-            raise ValueError(f"No such file or folder: {path!r}.")
-        if not path.endswith(".safetensors"):
-            raise ValueError(
-                f"Expected a .safetensors file or a save_pretrained folder; received {path!r}."
-            )
-        config_path = os.path.join(os.path.dirname(path), "config.json")
-        config = _read_json(config_path, "config") if os.path.isfile(config_path) else None
-        return _load_safetensors(path), config
-    config = getattr(source, "config", None)  # a transformers model object
-    state = _common.as_mapping(source, "`source`")
-    return state, (_config_dict(config) if config is not None else None)
-
-
-def _config_dict(config):
-    if config is None:
-        return None
-    if isinstance(config, (str, os.PathLike)):
-        return _read_json(os.fspath(config), "config")
-    if callable(getattr(config, "to_dict", None)):  # a transformers GPT2Config
-        return config.to_dict()
-    if isinstance(config, dict):
-        return dict(config)
-    raise ValueError(
-        "`config` must be a dict, a GPT2Config-like object with `to_dict()`, or a path "
-        f"to config.json; received {type(config).__name__}."
-    )
-
-
 def _check_config(config):
     """Raises for GPT-2 options our DecoderOnly cannot express."""
     if config.get("model_type", "gpt2") != "gpt2":
@@ -171,14 +99,6 @@ def _check_config(config):
             f"GPT-2 config has activation_function={activation!r}; DecoderOnly supports "
             f"{', '.join(repr(a) for a in HF_TO_OURS_ACTIVATION)}."
         )
-
-
-def _agree(name, from_config, from_argument):
-    if from_config is not None and from_argument is not None and from_config != from_argument:
-        raise ValueError(
-            f"`{name}`={from_argument!r} contradicts the checkpoint's config ({from_config!r})."
-        )
-    return from_argument if from_argument is not None else from_config
 
 
 def from_hf_gpt2(
@@ -229,8 +149,8 @@ def from_hf_gpt2(
     >>> float(np.max(np.abs(ops.convert_to_numpy(ours(ids) - gpt(ids))))) < 1e-5
     True
     """
-    state, found_config = _resolve_source(source)
-    config = _config_dict(config) if config is not None else found_config
+    state, found_config = _common.resolve_hf_source(source, "GPT2Config")
+    config = _common.hf_config_dict(config, "GPT2Config") if config is not None else found_config
     if config is not None:
         _check_config(config)
     prefix = "transformer." if any(k.startswith("transformer.") for k in state) else ""
@@ -253,19 +173,13 @@ def from_hf_gpt2(
             raise ValueError(
                 f"GPT-2 config has {key}={config[key]} but the tensors give {value}."
             )
-    num_heads = _agree("num_heads", config.get("n_head"), num_heads)
+    num_heads = _common.agree("num_heads", config.get("n_head"), num_heads)
     if num_heads is None:
         raise ValueError(
             "The number of heads cannot be read from tensor shapes: pass `num_heads` "
             "or a `config` (GPT-2 small has 12)."
         )
-    lm_head = state.get("lm_head.weight")
-    if "tie_word_embeddings" in config:
-        tie = bool(config["tie_word_embeddings"])
-    else:  # no config: untied only if a different lm_head is stored
-        tie = lm_head is None or np.array_equal(_common.to_numpy(lm_head, "lm_head.weight"), wte)
-    if tie and lm_head is not None:
-        reader.skip("lm_head.weight")  # Hugging Face ignores it too when tied
+    tie = _common.tied_embeddings(config, state, "lm_head.weight", wte, reader)
     model = DecoderOnly(
         vocab_size=int(vocab_size),
         num_layers=num_layers,
@@ -284,13 +198,7 @@ def from_hf_gpt2(
         layer_norm_epsilon=float(config.get("layer_norm_epsilon", 1e-5)),
         **_common.model_kwargs(dtype, name),
     )
-    writer = _common.WeightWriter(_WHAT)
-    for hf_name, variable, transpose in _name_table(model, prefix):
-        array = reader.get(hf_name)
-        if array is not None:
-            writer.add(variable, array.T if transpose else array, hf_name, array.shape)
-    reader.check()
-    writer.apply()
+    _common.assign_table(_name_table(model, prefix), reader, _WHAT)
     return model
 
 
@@ -380,12 +288,7 @@ def hf_gpt2_state_dict(model):
     (32, 96)
     """
     _check_exportable(model)
-    return {
-        hf_name: np.ascontiguousarray(
-            (_common.to_numpy(variable).T if transpose else _common.to_numpy(variable))
-        ).astype("float32")
-        for hf_name, variable, transpose in _name_table(model, "transformer.")
-    }
+    return _common.export_table(_name_table(model, "transformer."))
 
 
 def save_hf_gpt2(model, directory):
@@ -410,13 +313,6 @@ def save_hf_gpt2(model, directory):
     >>> from_hf_gpt2(path).count_params() == gpt.count_params()  # reads config.json too
     True
     """
-    safetensors = require("safetensors.numpy", "save_hf_gpt2")
-    directory = _common.check_path(directory, "`directory`")
-    config = hf_gpt2_config(model)
-    state = hf_gpt2_state_dict(model)
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "model.safetensors")
-    safetensors.save_file(state, path, metadata={"format": "pt"})  # transformers requires the format
-    with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as file:
-        json.dump(config, file, indent=2)
-    return path
+    return _common.save_hf_folder(
+        hf_gpt2_state_dict(model), hf_gpt2_config(model), directory, "save_hf_gpt2"
+    )
