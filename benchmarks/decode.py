@@ -7,10 +7,15 @@ between machines; the ratios printed at the end are what to compare):
 * ours-cached:   `DecoderOnly.generate` (KV cache, compiled loop);
 * ours-uncached: the same compiled loop re-running the whole sequence each step;
 * keras-hub:     `GPT2CausalLM.generate` with its greedy sampler, same backend;
-* hf:            HF transformers `GPT2LMHeadModel.generate` (torch), if installed.
+* hf:            HF transformers `GPT2LMHeadModel.generate` (torch), if installed;
+* ours-gqa:      with `--kv-heads N`, the same model with N key/value heads
+                 (grouped-query attention): its decode cache bytes and speed
+                 next to the full-heads model's.
 
     KERAS_BACKEND=jax python benchmarks/decode.py            # gpt2_small, 32 + 256, batch 1 and 64
     KERAS_BACKEND=jax python benchmarks/decode.py --tiny     # seconds on a CPU
+    KERAS_BACKEND=jax python benchmarks/decode.py --tiny --kv-heads 1 --skip uncached keras-hub hf
+    KERAS_BACKEND=jax python benchmarks/decode.py --kv-heads 3 --skip uncached   # GPU: 12 -> 3 heads
 """
 
 import argparse
@@ -36,12 +41,13 @@ def timed(fn, repeats):
     return best
 
 
-def ours(shape, batch, prompt, new, dtype):
+def ours(shape, batch, prompt, new, dtype, num_kv_heads=None):
+    """(cached run, uncached run, decode cache bytes) of our model."""
     keras.config.set_dtype_policy(dtype)
     model = kt.DecoderOnly(
         vocab_size=shape["vocab"], num_layers=shape["layers"], d_model=shape["d_model"],
         num_heads=shape["heads"], d_ff=4 * shape["d_model"], max_length=1024, dropout=0.0,
-        pad_id=None,
+        pad_id=None, num_kv_heads=num_kv_heads,
     )
     ids = np.random.default_rng(0).integers(1, shape["vocab"], size=(batch, prompt))
     cached = lambda: model.generate(ids, max_new_tokens=new)  # noqa: E731
@@ -63,7 +69,7 @@ def ours(shape, batch, prompt, new, dtype):
     compiled = CompiledLoop(model, no_cache)
     tensor = ops.convert_to_tensor(ids.astype("int32"))
     uncached = lambda: ops.convert_to_numpy(compiled(tensor))  # noqa: E731
-    return cached, uncached
+    return cached, uncached, model.cache_bytes(batch, total)
 
 
 def keras_hub_peer(shape, batch, prompt, new, dtype):
@@ -115,6 +121,8 @@ def main():
     parser.add_argument("--dtype", choices=["bfloat16", "float32"])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip", nargs="*", default=[], choices=["uncached", "keras-hub", "hf"])
+    parser.add_argument("--kv-heads", type=int, default=None,
+                        help="also run the model with this many key/value heads (GQA)")
     parser.add_argument("--json", default=None,
                         help="also write every timing to this file (rewritten after each one)")
     args = parser.parse_args()
@@ -131,8 +139,13 @@ def main():
     )
     rows = []
     for batch in batches:
-        cached, uncached = ours(shape, batch, prompt, new, dtype)
+        cached, uncached, cache_bytes = ours(shape, batch, prompt, new, dtype)
         runs = {"ours-cached": cached}
+        caches = {"ours-cached": cache_bytes}
+        if args.kv_heads:
+            runs["ours-gqa"], _, caches["ours-gqa"] = ours(
+                shape, batch, prompt, new, dtype, num_kv_heads=args.kv_heads
+            )
         if "uncached" not in args.skip:
             runs["ours-uncached"] = uncached
         if "keras-hub" not in args.skip:
@@ -146,15 +159,20 @@ def main():
         for name, fn in runs.items():
             seconds = timed(fn, args.repeats)
             speed[name] = batch * new / seconds
-            print(f"  batch={batch:<3} {name:<14} {seconds:8.3f} s {speed[name]:12,.0f} tok/s",
-                  flush=True)
+            cache = f" cache {caches[name] / 2**20:9.2f} MiB" if name in caches else ""
+            print(f"  batch={batch:<3} {name:<14} {seconds:8.3f} s {speed[name]:12,.0f} tok/s"
+                  f"{cache}", flush=True)
             rows.append(dict(backend=keras.backend.backend(), dtype=dtype, batch=batch,
                              prompt=prompt, new=new, runner=name, seconds=seconds,
-                             tokens_per_s=speed[name]))
+                             tokens_per_s=speed[name], cache_bytes=caches.get(name)))
             write_json(args.json, rows)  # after every timing: a cut-off run keeps them
         for peer in ("ours-uncached", "keras-hub", "hf"):
             if peer in speed:
                 print(f"  batch={batch:<3} ours-cached / {peer}: {speed['ours-cached'] / speed[peer]:.2f}x")
+        if "ours-gqa" in speed:
+            print(f"  batch={batch:<3} ours-gqa ({args.kv_heads} of {shape['heads']} K/V heads) / "
+                  f"ours-cached: {speed['ours-gqa'] / speed['ours-cached']:.2f}x speed, "
+                  f"{caches['ours-gqa'] / caches['ours-cached']:.2f}x cache")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 #   1 jax-gpt2     GPT-2 small training on JAX, ours vs keras-hub vs plain PyTorch, dropout 0 and 0.1
 #   2 torch-gpt2   the same on the torch backend, ours vs keras-hub
 #   3 transformer  Transformer base on JAX vs torch.nn.Transformer (compiled)
-#   4 decode       greedy decoding, 32 + 256 tokens at batch 1 and 64: JAX vs keras-hub, torch vs HF
+#   4 decode       greedy decoding, 32 + 256 tokens at batch 1 and 64: JAX vs keras-hub, torch vs HF;
+#                  on JAX also the same model with 3 of 12 key/value heads (GQA): cache and speed
 #   5 maxlen       the longest GPT-2 small sequence that trains at batch 1, ours vs keras-hub
 #   6 translate    transformer_base on the gettext pairs (bf16), its BLEU next to the CPU demo's
 #   7 banded       one GPT-3 banded layer (bf16), blocked / windowed kernel vs dense-masked,
@@ -64,7 +65,7 @@ for part in $parts; do
         --json "$out/3_transformer.json" | tee "$out/3_transformer.txt" || status=1 ;;
     decode)
       KERAS_BACKEND=jax timeout "$(remaining)" $python benchmarks/decode.py --repeats 2 \
-        --skip uncached hf \
+        --skip uncached hf --kv-heads 3 \
         --json "$out/4_decode_jax.json" | tee "$out/4_decode_jax.txt" || status=1
       KERAS_BACKEND=torch timeout "$(remaining)" $python benchmarks/decode.py --repeats 2 \
         --skip uncached keras-hub \

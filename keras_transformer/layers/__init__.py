@@ -1,5 +1,6 @@
-"""Building blocks: embeddings, attention, feed-forward and the Transformer block."""
+"""Building blocks: embeddings, attention, feed-forward, the Transformer block and its toggles."""
 
+from keras_transformer.layers.block_config import BlockConfig
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
@@ -8,6 +9,7 @@ from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
 
 __all__ = [
+    "BlockConfig",
     "FeedForward",
     "LearnedPositionEmbedding",
     "MultiHeadAttention",
