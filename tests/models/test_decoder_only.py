@@ -224,7 +224,7 @@ def test_mixed_precision_policy_survives_saving(tmp_path, rng):
     "overrides,words",
     [
         (dict(ln_position="middle"), ["ln_position", "'post'", "'pre'", "middle"]),
-        (dict(position="rotary"), ["position", "'sinusoidal'", "'learned'", "rotary"]),
+        (dict(position="rope"), ["position", "'sinusoidal'", "'rotary'", "rope"]),
         (dict(activation="tanh"), ["activation", "'relu'", "'gelu'", "tanh"]),
         (dict(d_model=30, num_heads=4), ["d_model", "num_heads", "divisible"]),
         (dict(d_model=15, num_heads=3, position="sinusoidal"), ["d_model", "even"]),

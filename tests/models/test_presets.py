@@ -131,7 +131,7 @@ VARIANTS = [
     ("gpt2_tiny", dict(num_kv_heads=1, qk_norm=True)),
     ("gpt3_tiny", dict(num_kv_heads=2, feed_forward="geglu", norm="rms", qk_norm=True)),
     ("transformer_tiny", dict(num_kv_heads=2, position="rotary", norm="rms", use_bias=False)),
-    ("transformer_tiny", dict(feed_forward="swiglu", qk_norm=True, ln_position="pre")),
+    ("transformer_tiny", dict(feed_forward="swiglu", qk_norm=True)),
     ("llama_tiny", dict(num_kv_heads=None, tie_embeddings=True)),
 ]
 
@@ -206,7 +206,7 @@ def test_override_dropout_reaches_the_layers_and_behaviour():
     off = DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
     assert off.config.dropout == 0.0
     assert off.get_config()["dropout"] == 0.0
-    assert all(block.dropout == 0.0 for block in off.blocks)
+    assert all(block.config.dropout == 0.0 for block in off.blocks)
     np.testing.assert_array_equal(
         ops.convert_to_numpy(off(ids, training=True)),
         ops.convert_to_numpy(off(ids, training=False)),
@@ -227,7 +227,7 @@ def test_overrides_apply_to_encoder_decoder_presets():
     assert (config.vocab_size, config.activation, config.pad_id) == (64, "gelu", 3)
     assert model.get_config()["vocab_size"] == 64
     assert model.token_embedding.embeddings.shape == (64, 32)
-    assert all(b.activation == "gelu" for b in model.encoder_blocks + model.decoder_blocks)
+    assert all(b.config.activation == "gelu" for b in model.encoder_blocks + model.decoder_blocks)
     assert model.count_params() == TINY_COUNTS["transformer_tiny"] - 64 * 32
     # The preset itself is untouched by an override.
     assert EncoderDecoder.from_preset("transformer_tiny").config.vocab_size == 128
