@@ -170,7 +170,8 @@ def torch_windowed_attention(q, k, v, window, compiled=True):
         from torch.nn.attention.flex_attention import flex_attention as flex
     block_mask = _torch_band_block_mask(window, q.shape[1], str(q.device))
     heads_first = [x.transpose(1, 2) for x in (q, k, v)]  # (B, H, T, d_head)
-    return flex(*heads_first, block_mask=block_mask).transpose(1, 2)
+    grouped = k.shape[2] != q.shape[2]  # fewer key/value heads (grouped-query attention)
+    return flex(*heads_first, block_mask=block_mask, enable_gqa=grouped).transpose(1, 2)
 
 
 def native_kernel(q):

@@ -112,10 +112,16 @@ def test_probability_dropout_runs_over_the_windows():
     assert not np.allclose(ops.convert_to_numpy(dropped(x, training=True)), trained)
 
 
+def _grouped(q, k, v, kv_heads):
+    """`q` and the first `kv_heads` heads of `k` and `v` (grouped-query attention)."""
+    return (q, k, v) if kv_heads is None else (q, k[:, :, :kv_heads], v[:, :, :kv_heads])
+
+
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX's own windowed kernel")
-def test_jax_windowed_kernel_uses_the_same_window_convention():
+@pytest.mark.parametrize("kv_heads", [None, 1])
+def test_jax_windowed_kernel_uses_the_same_window_convention(kv_heads):
     """`local_window_size=(w - 1, 0)` is our band (XLA's implementation runs on CPU)."""
-    q, k, v = _qkv(11)
+    q, k, v = _grouped(*_qkv(11), kv_heads)
     native = banded_attention.jax_windowed_attention(q, k, v, 3, implementation="xla")
     np.testing.assert_allclose(
         np.asarray(native), ops.convert_to_numpy(_blocked(3, None)(q, k, v)), rtol=1e-5, atol=1e-5
@@ -123,11 +129,12 @@ def test_jax_windowed_kernel_uses_the_same_window_convention():
 
 
 @pytest.mark.skipif(keras.backend.backend() != "torch", reason="PyTorch's FlexAttention")
-def test_torch_flex_attention_uses_the_same_window_convention():
+@pytest.mark.parametrize("kv_heads", [None, 1])
+def test_torch_flex_attention_uses_the_same_window_convention(kv_heads):
     """FlexAttention's band mask is ours (eager and forward only: its CPU limits)."""
     import torch
 
-    q, k, v = _qkv(11)
+    q, k, v = _grouped(*_qkv(11), kv_heads)
     with torch.no_grad():
         native = banded_attention.torch_windowed_attention(
             *[torch.tensor(x) for x in (q, k, v)], 3, compiled=False
