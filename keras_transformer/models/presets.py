@@ -29,6 +29,7 @@ _LLAMA = dict(  # LLaMA's toggles (Touvron et al. 2023), also Mistral's
     position="rotary",
     norm="rms",
     feed_forward="swiglu",
+    activation="silu",  # SwiGLU's gate; set so that config and built model agree
     use_bias=False,
     tie_embeddings=False,
     scale_embeddings=False,
