@@ -27,7 +27,7 @@ Rules of `layout_map` (any other weight is replicated on every device):
 
 * column-parallel, kernel `(None, model)` and bias `(model,)`:
   `self_attention/qkv`, `cross_attention/query`, `cross_attention/key_value`,
-  `feed_forward/inner`;
+  `feed_forward/inner`, `feed_forward/gate` (gated feed-forwards);
 * row-parallel, kernel `(model, None)`, bias replicated:
   `self_attention/output`, `cross_attention/output`, `feed_forward/outer`;
 * `token_embedding/embeddings` `(vocab, d_model)`: `(model, None)` with
@@ -69,7 +69,7 @@ __all__ = ["data_parallel", "layout_map", "make_mesh", "model_parallel"]
 # "encoder_decoder/decoder_block_1/cross_attention/key_value/bias".
 _COLUMN_PARALLEL = (
     r".*/(?:self_attention/qkv|cross_attention/query|cross_attention/key_value"
-    r"|feed_forward/inner)"
+    r"|feed_forward/inner|feed_forward/gate)"
 )
 _ROW_PARALLEL = r".*/(?:self_attention/output|cross_attention/output|feed_forward/outer)"
 _TOKEN_EMBEDDING = r".*/token_embedding/embeddings"
@@ -150,7 +150,9 @@ def _check_config(config, embedding, model_size):
             f"`keras_transformer.models.preset_config(name)`); received "
             f"{type(config).__name__}."
         )
-    split = {"d_model": config.d_model, "d_ff": config.d_ff}
+    kv_width = config.block.kv_heads * (config.d_model // config.num_heads)
+    split = {"d_model": config.d_model, "d_ff": config.d_ff,
+             "num_kv_heads x d_head (key and value columns)": kv_width}
     if embedding == "vocab":
         split["vocab_size"] = config.vocab_size
     for name, size in split.items():

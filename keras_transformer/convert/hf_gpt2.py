@@ -211,7 +211,8 @@ def _check_exportable(model):
         raise ValueError(f"Only a DecoderOnly exports to GPT-2; received {type(model).__name__}.")
     c = model.config
     required = dict(ln_position="pre", position="learned", scale_embeddings=False,
-                    attention_window=None)
+                    attention_window=None, norm="layer", feed_forward="mlp", use_bias=True,
+                    qk_norm=False, num_kv_heads=c.num_heads if c.num_kv_heads else None)
     for key, value in required.items():
         if getattr(c, key) != value:
             raise ValueError(

@@ -266,6 +266,7 @@ def from_hf_llama(
         position="rotary",
         norm="rms",
         feed_forward="swiglu",
+        activation="silu",  # the gate's: what the llama presets say too
         use_bias=use_bias,
         num_kv_heads=int(num_kv_heads),
         rotary_base=_rope_base(config),

@@ -4,10 +4,10 @@ A block's architecture is a handful of choices, each from a paper: where the
 norm stands and which norm, which feed-forward, how attention encodes
 positions, how many key/value heads. `TransformerConfig` (the whole model)
 holds the same fields under the same names and hands a `BlockConfig` to each
-block (`TransformerConfig.block`); a block serializes its `BlockConfig` as one
-dict. The attention layer takes its share through `attention_arguments`, the
+block (`TransformerConfig.block`). The attention layer takes its share through `attention_arguments`, the
 feed-forward through `feed_forward_arguments`: the mapping from toggles to
-sublayers is written here, once.
+sublayers is written here, once. A block's `get_config` lists the fields
+as keywords, next to its own arguments.
 """
 
 import dataclasses
@@ -16,12 +16,12 @@ from typing import Optional
 from keras_transformer import validation
 from keras_transformer.layers.feed_forward import ACTIVATIONS
 from keras_transformer.layers.feed_forward import KINDS as FEED_FORWARDS
+from keras_transformer.layers.multi_head_attention import POSITIONS as ATTENTION_POSITIONS
 from keras_transformer.layers.normalization import NORMS
 from keras_transformer.layers.normalization import norm_weights
-from keras_transformer.layers.rotary_embedding import rotary_dim
+from keras_transformer.layers.rotary_embedding import check_head_width
 
 LN_POSITIONS = ("post", "pre")
-ATTENTION_POSITIONS = (None, "rotary", "alibi")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,14 +116,7 @@ class BlockConfig:
         """
         validation.check_divisible("d_model", d_model, "num_heads", self.num_heads)
         if self.position == "rotary":
-            d_head = d_model // self.num_heads
-            if d_head % 2 or rotary_dim(d_head, self.rotary_fraction) < 2:
-                raise ValueError(
-                    f"Rotary positions turn pairs of features: the head width "
-                    f"(`d_model / num_heads` = {d_head}) must be even and "
-                    f"`rotary_fraction` ({self.rotary_fraction}) must leave at least 2 of "
-                    f"them rotating."
-                )
+            check_head_width(d_model // self.num_heads, self.rotary_fraction)
 
     def attention_arguments(self, cross=False):
         """Keyword arguments of this block's `MultiHeadAttention` layers (mode aside).

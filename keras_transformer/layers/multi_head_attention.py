@@ -168,14 +168,8 @@ class MultiHeadAttention(keras.layers.Layer):
         d_model = query_shape[-1]
         validation.check_divisible("d_model", d_model, "num_heads", self.num_heads)
         self.d_model, self.d_head = d_model, d_model // self.num_heads
-        if self.position == "rotary" and (
-            self.d_head % 2 or rotary_embedding.rotary_dim(self.d_head, self.rotary_fraction) < 2
-        ):
-            raise ValueError(
-                f"Rotary positions turn pairs of features: the head width (d_model / "
-                f"num_heads = {self.d_head}) must be even and `rotary_fraction` "
-                f"({self.rotary_fraction}) must leave at least 2 of them rotating."
-            )
+        if self.position == "rotary":
+            rotary_embedding.check_head_width(self.d_head, self.rotary_fraction)
         kv_width = self.kv_heads * self.d_head
         if self.mode == "cross":
             self.query_projection = self._dense(d_model, "query")

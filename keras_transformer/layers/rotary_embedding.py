@@ -20,6 +20,16 @@ def rotary_dim(d_head, fraction):
     return int(d_head * fraction) // 2 * 2
 
 
+def check_head_width(d_head, fraction):
+    """Raises ValueError unless heads of `d_head` features can rotate at `fraction`."""
+    if d_head % 2 or rotary_dim(d_head, fraction) < 2:
+        raise ValueError(
+            f"Rotary positions turn pairs of features: the head width (d_model / num_heads "
+            f"= {d_head}) must be even and `rotary_fraction` ({fraction}) must leave at "
+            f"least 2 of them rotating."
+        )
+
+
 def rotate(x, start_index, base=10000.0, fraction=1.0):
     """`x` `(B, T, H, d_head)` at positions `start_index ..` rotated by its positions.
 

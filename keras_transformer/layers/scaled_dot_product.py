@@ -37,8 +37,10 @@ def fused_attention(q, k, v, mask=None, is_causal=False, bias=None):
 
     A `bias` is passed alone: the mask (causal included) is folded into it
     as a large negative score, since some backends take one or the other.
-    TensorFlow's kernel needs as many key heads as query heads unless the
-    ratio is an integer above 1, so a single key/value head is repeated there.
+    Keras hands grouped key/value heads to the backends' fused kernels as
+    they are, except a single one (multi-query attention): TensorFlow then
+    fails and PyTorch leaves only its unfused math kernel, so one key/value
+    head is repeated to the query heads there.
 
     Args:
         q: `(B, T, H, d_head)`.
@@ -50,7 +52,7 @@ def fused_attention(q, k, v, mask=None, is_causal=False, bias=None):
     """
     backend = keras.backend.backend()
     flash = False if backend == "torch" else None
-    if backend == "tensorflow" and k.shape[2] == 1 and q.shape[2] > 1:
+    if backend in ("tensorflow", "torch") and k.shape[2] == 1 and q.shape[2] > 1:
         k, v = match_heads(k, q.shape[2]), match_heads(v, q.shape[2])
     if bias is not None:
         if is_causal:

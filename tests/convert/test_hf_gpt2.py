@@ -194,9 +194,13 @@ def test_export_rejects_what_gpt2_cannot_express():
     common = dict(vocab_size=VOCAB, num_layers=1, d_model=D_MODEL, num_heads=HEADS, d_ff=64,
                   max_length=MAX_LENGTH)
     for toggle in (dict(ln_position="post"), dict(position="sinusoidal"),
-                   dict(scale_embeddings=True), dict(attention_window=4)):
+                   dict(scale_embeddings=True), dict(attention_window=4),
+                   # Newer toggles: exported, each would be dropped or mis-shaped silently.
+                   dict(norm="rms"), dict(feed_forward="swiglu"), dict(use_bias=False),
+                   dict(qk_norm=True), dict(num_kv_heads=1)):
         with pytest.raises(ValueError, match="GPT-2 cannot express"):
             hf_gpt2_config(DecoderOnly(**common, **toggle))
+    assert hf_gpt2_config(DecoderOnly(**common, num_kv_heads=HEADS))["n_head"] == HEADS
     config = hf_gpt2_config(DecoderOnly(**common, activation="gelu_exact"))
     assert config["activation_function"] == "gelu"  # Hugging Face's "gelu" is the erf form
 

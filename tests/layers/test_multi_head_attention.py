@@ -731,3 +731,21 @@ def test_qk_norm_makes_the_scores_blind_to_the_projection_scale():
 def test_bad_toggles_raise_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         MultiHeadAttention(num_heads=HEADS, **kwargs)
+
+
+@pytest.mark.parametrize("toggles", ["gqa", "alibi", "rotary_partial_gqa"])
+def test_toggles_keep_the_fused_kernel_with_grouped_heads(monkeypatch, toggles):
+    """The backend's fused kernel gets the 2 K/V heads as they are (no repeat) and any bias."""
+    calls = []
+    kernel = ops.dot_product_attention
+
+    def recording(q, k, v, **kwargs):
+        calls.append((q.shape[2], k.shape[2], kwargs.get("bias") is not None))
+        return kernel(q, k, v, **kwargs)
+
+    layer = _layer("causal", **TOGGLES[toggles])
+    monkeypatch.setattr(ops, "dot_product_attention", recording)
+    query, _ = _inputs("causal")
+    layer(query)
+    kv_heads = layer.kv_heads
+    assert calls == [(HEADS, kv_heads, layer.position == "alibi")]
