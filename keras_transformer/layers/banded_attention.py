@@ -17,7 +17,7 @@ mask and the rule that a query with no key gives zeros are those of every other
 path (`scaled_dot_product.attend`).
 
 On a GPU, the backend's own windowed kernel is used when it exists and the call
-allows it (no key padding mask, no probability dropout): JAX's cuDNN attention
+allows it (no key padding mask, no probability dropout, no ALiBi bias): JAX's cuDNN attention
 with `local_window_size` in half precision, PyTorch's FlexAttention. This is the
 one layers module besides `key_value_cache` that imports a backend, lazily.
 """

@@ -42,7 +42,7 @@ class DecoderOnly(TransformerModel):
         attention_window: if set, banded layers look at most this far back.
         banded_layers: `"alternate"` (GPT-3: every second layer) or `"all"`.
         position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
-        layer_norm_epsilon: LayerNorm epsilon.
+        layer_norm_epsilon: the norms' epsilon (LayerNorm or RMSNorm).
         end_id: the token that ends a text (GPT-2's `<|endoftext|>`, 50256):
             `generate` stops a row on it by default; None: no default stop.
         norm: `"layer"` (LayerNorm) or `"rms"` (RMSNorm, LLaMA), everywhere a

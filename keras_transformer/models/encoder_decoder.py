@@ -41,7 +41,7 @@ class EncoderDecoder(TransformerModel):
         scale_embeddings: multiply token embeddings by `sqrt(d_model)`.
         pad_id: the padding token id, masked in every attention, or None.
         position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
-        layer_norm_epsilon: LayerNorm epsilon.
+        layer_norm_epsilon: the norms' epsilon (LayerNorm or RMSNorm).
         start_id: the token every target starts with (`generate`'s default);
             `kt.data`'s vocabularies put it at 2.
         end_id: the token that ends every source and target (`generate`'s
