@@ -1,9 +1,12 @@
 """What this backend saves, the two others load in safe mode and run to the same outputs.
 
-Four `.keras` files travel: both model families (logits to 1e-5, with padding) and both
-tasks (the same strings from beam search and from greedy generation). Each other backend
-loads all four in one subprocess, so each run of the suite pays two interpreter starts, not
-eight. Every backend both saves (its own run) and loads (the two other runs).
+Six `.keras` files travel: both model families twice (logits to 1e-5, with padding): the
+2017 and GPT-3 toggles, then LLaMA's (rotary positions, RMSNorm, SwiGLU, no biases,
+grouped-query attention, pre-LN) and a post-LN encoder-decoder with the other new toggles
+(ALiBi, RMSNorm, GEGLU, no biases, multi-query attention, qk-norm); and both tasks (the same
+strings from beam search and from greedy generation). Each other backend loads all six in
+one subprocess, so each run of the suite pays two interpreter starts, not twelve. Every
+backend both saves (its own run) and loads (the two other runs).
 """
 
 import json
@@ -69,9 +72,15 @@ def _artifacts(folder):
     source[3] = 0  # a row with no real source token at all
     target = _padded_ids(rng, (4, 6), encoder_decoder.config.vocab_size)
     decoder_only = kt.DecoderOnly.from_preset("gpt3_tiny", dropout=0.0)  # dense and banded layers
-    models = {
+    llama = kt.DecoderOnly.from_preset("llama_tiny")  # no pad_id: the zeros are tokens too
+    toggled = kt.EncoderDecoder.from_preset(
+        "transformer_tiny", dropout=0.0, position="alibi", norm="rms", feed_forward="geglu",
+        use_bias=False, num_kv_heads=1, qk_norm=True)
+    models = {  # name -> (model, its inputs)
         "EncoderDecoder": (encoder_decoder, {"source": source, "target": target}),
         "DecoderOnly": (decoder_only, _padded_ids(rng, (4, 8), decoder_only.config.vocab_size)),
+        "LlamaDecoderOnly": (llama, _padded_ids(rng, (4, 8), llama.config.vocab_size)),
+        "ToggledEncoderDecoder": (toggled, {"source": source, "target": target}),
     }
     calls = {
         "Translator": (kt.Translator(kt.EncoderDecoder(**tiny), tokenizer, target_language="de"),
@@ -86,13 +95,13 @@ def _artifacts(folder):
         expected = ops.convert_to_numpy(model(inputs))
         named = dict(inputs) if isinstance(inputs, dict) else {"__ids__": inputs}
         np.savez(arrays, __expected__=expected, **named)
-        items.append((dict(name=name, path=path, arrays=arrays), 0.0))
+        items.append((dict(name=name, cls=type(model).__name__, path=path, arrays=arrays), 0.0))
     for name, (task, method, args, kwargs) in calls.items():
         path = str(folder / f"{name}.keras")
         task.save(path)
         expected = getattr(task, method)(*args, **kwargs)
-        items.append((dict(name=name, path=path, method=method, args=args, kwargs=kwargs),
-                      expected))
+        items.append((dict(name=name, cls=name, path=path, method=method, args=args,
+                           kwargs=kwargs), expected))
     return items
 
 
@@ -118,7 +127,7 @@ def test_files_saved_here_give_the_same_outputs_under_the_other_backends(tmp_pat
         for item, expected in items:
             name = item["name"]
             loaded_as, got = results[name]
-            assert loaded_as == name, (here, backend, name, got)
+            assert loaded_as == item["cls"], (here, backend, name, got)
             if "arrays" in item:
                 assert got <= 1e-5, f"{here} -> {backend}: {name} logits differ by {got}"
             else:

@@ -98,14 +98,24 @@ CASES = [
      lambda: layers.MultiHeadAttention(2)(hidden(), key_mask=np.full((BATCH, LENGTH), 0.5, "float32")),
      ValueError, r"`key_mask` must be a bool mask \(True = real token\); received dtype float32"),
     ("padding-mask-wrong-length",
-     lambda: layers.TransformerBlock(2, 16)(hidden(), padding_mask=np.ones((BATCH, 3), bool)),
+     lambda: layers.TransformerBlock(num_heads=2, d_ff=16)(
+         hidden(), padding_mask=np.ones((BATCH, 3), bool)),
      ValueError, r"`padding_mask` must have shape \(batch, key_length\) = \(2, 5\); "
                  r"received shape \(2, 3\)"),
     ("memory-mask-wrong-length",
-     lambda: layers.TransformerBlock(2, 16, self_attention="causal", cross_attention=True)(
+     lambda: layers.TransformerBlock(num_heads=2, d_ff=16, self_attention="causal",
+                                     cross_attention=True)(
          hidden(), memory=hidden((BATCH, 4, WIDTH)), memory_mask=np.ones((BATCH, 5), bool)),
      ValueError, r"`memory_mask` must have shape \(batch, key_length\) = \(2, 4\); "
                  r"received shape \(2, 5\)"),
+    ("decoder-padding-mask-wrong-length",
+     lambda: gpt()(ids(), padding_mask=np.ones((BATCH, LENGTH - 1), bool)), ValueError,
+     r"`padding_mask` must have shape \(batch, key_length\) = \(2, 5\); "
+     r"received shape \(2, 4\)"),
+    ("decoder-padding-mask-batch-1-not-broadcast",
+     lambda: gpt()(ids(), padding_mask=np.ones((1, LENGTH), bool)), ValueError,
+     r"`padding_mask` must have shape \(batch, key_length\) = \(2, 5\); "
+     r"received shape \(1, 5\)"),
     ("memory-batch-not-broadcast",
      lambda: layers.MultiHeadAttention(2, mode="cross")(hidden(), memory=hidden((1, 4, WIDTH))),
      ValueError, r"`memory` must have the batch size of `query` \(2\); "
@@ -138,6 +148,49 @@ CASES = [
      r"`attention_window` must be an integer >= 1; received 0"),
     ("heads-do-not-divide-d-model", lambda: gpt(num_heads=3), ValueError,
      r"`d_model` \(8\) must be divisible by `num_heads` \(3\)"),
+    # --- architecture toggles (BlockConfig, and the attention layer's own checks) -------
+    ("kv-heads-do-not-divide-heads", lambda: gpt(num_heads=4, num_kv_heads=3), ValueError,
+     r"`num_heads` \(4\) must be divisible by `num_kv_heads` \(3\)"),
+    ("zero-kv-heads", lambda: transformer(num_kv_heads=0), ValueError,
+     r"`num_kv_heads` must be an integer >= 1; received 0"),
+    ("rotary-odd-head-width", lambda: gpt(d_model=6, num_heads=2, position="rotary"),
+     ValueError, r"Rotary positions turn pairs of features: the head width "
+                 r"\(`?d_model / num_heads`? = 3\) must be even"),
+    ("rotary-fraction-zero", lambda: gpt(position="rotary", rotary_fraction=0), ValueError,
+     r"`rotary_fraction` must be a float in \(0, 1\]; received 0"),
+    ("rotary-fraction-above-one",
+     lambda: transformer(position="rotary", rotary_fraction=1.5), ValueError,
+     r"`rotary_fraction` must be a float in \(0, 1\]; received 1.5"),
+    ("rotary-fraction-turns-no-pair",
+     lambda: gpt(position="rotary", rotary_fraction=0.2), ValueError,
+     r"head width \(`?d_model / num_heads`? = 4\) must be even and `rotary_fraction` "
+     r"\(0.2\) must leave at least 2 of them rotating"),
+    ("zero-rotary-base", lambda: gpt(position="rotary", rotary_base=0), ValueError,
+     r"`rotary_base` must be a number > 0; received 0"),
+    ("position-rope", lambda: gpt(position="rope"), ValueError,
+     r"`position` must be one of 'sinusoidal', 'learned', 'rotary', 'alibi'; "
+     r"received 'rope'"),
+    ("batch-norm", lambda: transformer(norm="batch"), ValueError,
+     r"`norm` must be one of 'layer', 'rms'; received 'batch'"),
+    ("glu-feed-forward", lambda: gpt(feed_forward="glu"), ValueError,
+     r"`feed_forward` must be one of 'mlp', 'swiglu', 'geglu'; received 'glu'"),
+    ("string-use-bias", lambda: transformer(use_bias="yes"), ValueError,
+     r"`use_bias` must be True or False; received 'yes'"),
+    ("int-qk-norm", lambda: gpt(qk_norm=1), ValueError,
+     r"`qk_norm` must be True or False; received 1"),
+    ("attention-kv-heads-do-not-divide-heads",
+     lambda: layers.MultiHeadAttention(4, num_kv_heads=3), ValueError,
+     r"`num_heads` \(4\) must be divisible by `num_kv_heads` \(3\)"),
+    ("attention-qk-norm-a-bool", lambda: layers.MultiHeadAttention(2, qk_norm=True), ValueError,
+     r"`qk_norm` must be one of None, 'layer', 'rms'; received True"),
+    ("cross-attention-with-rotary",
+     lambda: layers.MultiHeadAttention(2, mode="cross", position="rotary"), ValueError,
+     r"`position` is for self-attention: .* received position='rotary' with mode='cross'"),
+    ("attention-rotary-odd-head-width",
+     lambda: layers.MultiHeadAttention(2, mode="causal", position="rotary")(
+         hidden((BATCH, LENGTH, 6))), ValueError,
+     r"Rotary positions turn pairs of features: the head width \(d_model / num_heads = 3\) "
+     r"must be even"),
     ("pad-id-beyond-vocab", lambda: gpt(pad_id=VOCAB), ValueError,
      r"`pad_id` must be None or a token id in \[0, vocab_size=32\); received 32"),
     ("end-id-negative", lambda: gpt(end_id=-1), ValueError,

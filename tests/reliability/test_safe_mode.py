@@ -20,6 +20,8 @@ MODELS = {
         ln_position="pre", position="learned", tie_embeddings=False, activation="silu",
         dtype="mixed_bfloat16"),
     "preset-gpt3-tiny": lambda: kt.DecoderOnly.from_preset("gpt3_tiny"),
+    # Rotary, RMSNorm, SwiGLU, no biases, grouped-query attention; qk-norm adds its norms.
+    "preset-llama-tiny-qk-norm": lambda: kt.DecoderOnly.from_preset("llama_tiny", qk_norm=True),
 }
 FORBIDDEN = ("lambda", "__lambda__", "function_type", "marshal", "pickle", "bytecode")
 
