@@ -8,8 +8,8 @@ fused `c_attn` is `[q | k | v]` along its output axis, each split into
 `(heads, d_head)`: our `qkv` layout. The full table is in docs/conversion.md.
 
 Padding: GPT-2 has no padding token. Hugging Face masks padding with an
-`attention_mask` argument; our `DecoderOnly` takes the same mask as
-`padding_mask=`, or else masks every key whose id is `pad_id`. Conversions
+`attention_mask` argument; our `DecoderOnly` takes the same mask, as
+bools, as `padding_mask=`, or else masks every key whose id is `pad_id`. Conversions
 default to `pad_id=None` (no id is padding), which is exact for right-padded
 batches (the causal mask already hides later pad positions from every real
 one); for left-padded batches pass `padding_mask`, or `pad_id` for an id you

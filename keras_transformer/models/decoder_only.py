@@ -245,7 +245,7 @@ class DecoderOnly(TransformerModel):
             if padding_mask is None:
                 padding = masks.padding_mask(ids, self.config.pad_id)
             else:
-                padding = ops.convert_to_tensor(padding_mask, dtype="bool")
+                padding = ops.convert_to_tensor(padding_mask)  # the blocks check it is bool
         out = self.run_stack(
             self.blocks, self.final_norm, hidden, padding, training,
             caches=caches, cache_index=cache_index, keep_until=keep_until,

@@ -367,3 +367,17 @@ def test_cache_bytes_counts_the_caches_and_banded_layers_hold_their_window():
         assert model.cache_bytes(3, 64) == held
     assert gpt3.cache_bytes(3, 64) / dense.cache_bytes(3, 64) == (64 + 8) / (2 * 64)
     assert gpt3.cache_bytes(3, 8) == dense.cache_bytes(3, 8)  # within the window: no saving
+
+
+def test_padding_mask_argument_hides_keys_and_must_be_bool():
+    """`padding_mask` masks what `pad_id` would; a 0/1 or float mask is refused, not cast."""
+    model = tiny(pad_id=None, position="rotary", dropout=0.0)
+    ids = np.array([[9, 9, 5, 6, 7], [5, 6, 7, 8, 9]])
+    real = np.array([[False, False, True, True, True], [True] * 5])
+    masked = ops.convert_to_numpy(model(ids, padding_mask=real))
+    alone = ops.convert_to_numpy(model(ids[:1, 2:]))
+    np.testing.assert_allclose(masked[0, 2:], alone[0], atol=1e-5)  # rotary: relative only
+    unmasked = ops.convert_to_numpy(model(ids))
+    assert np.abs(unmasked[0, 2:] - alone[0]).max() > 1e-4
+    with pytest.raises(ValueError, match="padding_mask"):
+        model(ids, padding_mask=real.astype("float32"))
