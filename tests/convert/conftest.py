@@ -42,9 +42,25 @@ def _max_abs_difference(ours, theirs, real):
     return float(np.max(np.abs(np.asarray(ours)[real] - np.asarray(theirs)[real])))
 
 
+def _randomize(model, seed):
+    """Fills every parameter of torch `model` with `_random_like` values; returns `model`."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            parameter.copy_(torch.from_numpy(_random_like(rng, name, tuple(parameter.shape))))
+    return model
+
+
 @pytest.fixture
 def random_like():
     return _random_like
+
+
+@pytest.fixture
+def randomize():
+    return _randomize
 
 
 @pytest.fixture

@@ -29,23 +29,19 @@ PAD_ID = 0
 PADS = (0, 4, -3)  # no padding, right padding, left padding
 
 
-def make_hf(random_like, seed=1, **overrides):
+def make_hf(randomize, seed=1, **overrides):
     """A tiny random GPT2LMHeadModel in eval mode, every weight random."""
     arguments = dict(vocab_size=VOCAB, n_positions=MAX_LENGTH, n_embd=D_MODEL, n_layer=LAYERS,
                      n_head=HEADS, layer_norm_epsilon=1e-5, bos_token_id=VOCAB - 1,
                      eos_token_id=VOCAB - 1, attn_implementation="eager")
     arguments.update(overrides)
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**arguments)).eval()
-    rng = np.random.default_rng(seed)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            parameter.copy_(torch.from_numpy(random_like(rng, name, tuple(parameter.shape))))
-    return model
+    return randomize(model, seed)
 
 
 @pytest.fixture
-def hf_model(random_like):
-    return make_hf(random_like)
+def hf_model(randomize):
+    return make_hf(randomize)
 
 
 @pytest.fixture
@@ -132,8 +128,8 @@ def test_from_state_dict_and_model_object(hf_model, padded_batch, report):
     report("HF model object", our_logits(from_object, ids), expected, real)
 
 
-def test_untied_lm_head(random_like, tmp_path, padded_batch, report):
-    hf_model = make_hf(random_like, seed=7, tie_word_embeddings=False)
+def test_untied_lm_head(randomize, tmp_path, padded_batch, report):
+    hf_model = make_hf(randomize, seed=7, tie_word_embeddings=False)
     hf_model.save_pretrained(str(tmp_path / "untied"))
     model = from_hf_gpt2(tmp_path / "untied", pad_id=PAD_ID)
     assert not model.config.tie_embeddings

@@ -32,7 +32,7 @@ PADDINGS = {  # per row: 0 none, n > 0 the last n positions, n < 0 the first |n|
 }
 
 
-def make_hf(random_like, seed=1, **overrides):
+def make_hf(randomize, seed=1, **overrides):
     """A tiny random LlamaForCausalLM in eval mode (GQA, untied, no biases unless overridden)."""
     arguments = dict(vocab_size=VOCAB, hidden_size=D_MODEL, num_hidden_layers=LAYERS,
                      num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
@@ -40,16 +40,12 @@ def make_hf(random_like, seed=1, **overrides):
                      bos_token_id=1, eos_token_id=2, attn_implementation="eager")
     arguments.update(overrides)
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**arguments)).eval()
-    rng = np.random.default_rng(seed)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            parameter.copy_(torch.from_numpy(random_like(rng, name, tuple(parameter.shape))))
-    return model
+    return randomize(model, seed)
 
 
 @pytest.fixture
-def hf_model(random_like):
-    return make_hf(random_like)
+def hf_model(randomize):
+    return make_hf(randomize)
 
 
 @pytest.fixture
@@ -151,9 +147,9 @@ def test_from_folder_file_and_state_dict(hf_model, saved, tmp_path, padded_batch
         from_hf_llama(saved, num_heads=2)
 
 
-def test_tied_embeddings_with_biases(random_like, tmp_path, padded_batch, report):
+def test_tied_embeddings_with_biases(randomize, tmp_path, padded_batch, report):
     """Tied output projection, biases in attention and MLP, 2 KV heads."""
-    hf_model = make_hf(random_like, seed=5, tie_word_embeddings=True, attention_bias=True,
+    hf_model = make_hf(randomize, seed=5, tie_word_embeddings=True, attention_bias=True,
                        mlp_bias=True, pad_token_id=PAD_ID)
     hf_model.save_pretrained(str(tmp_path / "tied"))
     model = from_hf_llama(tmp_path / "tied")
@@ -173,9 +169,9 @@ def test_tied_embeddings_with_biases(random_like, tmp_path, padded_batch, report
            expected, real)
 
 
-def test_multi_query_attention_and_rope_base(random_like, tmp_path, padded_batch, report):
+def test_multi_query_attention_and_rope_base(randomize, tmp_path, padded_batch, report):
     """One key/value head for all 4 query heads; a RoPE base and epsilon not the defaults."""
-    hf_model = make_hf(random_like, seed=7, num_key_value_heads=1, rms_norm_eps=1e-5,
+    hf_model = make_hf(randomize, seed=7, num_key_value_heads=1, rms_norm_eps=1e-5,
                        rope_parameters={"rope_type": "default", "rope_theta": 500.0})
     model = from_hf_llama(hf_model)
     c = model.config
@@ -199,9 +195,9 @@ def test_multi_query_attention_and_rope_base(random_like, tmp_path, padded_batch
     report("MQA: export -> HF reload", hf_logits(reloaded.eval(), ids, real), expected, real)
 
 
-def test_the_comparison_catches_wrong_layouts(random_like, padded_batch):
+def test_the_comparison_catches_wrong_layouts(randomize, padded_batch):
     """q and k swapped, or a square matrix left untransposed, converts but changes the logits."""
-    hf_model = make_hf(random_like, seed=9, num_key_value_heads=HEADS)  # q, k, v all (d, d)
+    hf_model = make_hf(randomize, seed=9, num_key_value_heads=HEADS)  # q, k, v all (d, d)
     ids, real = batch(padded_batch, 10)
     expected = hf_logits(hf_model, ids, real)
     config = hf_model.config.to_dict()

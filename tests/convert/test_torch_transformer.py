@@ -75,19 +75,15 @@ class TorchReference(nn.Module):
             return (hidden @ self.embedding.weight.T).numpy()
 
 
-def make_reference(random_like, seed=1, **kwargs):
+def make_reference(randomize, seed=1, **kwargs):
     torch.manual_seed(seed)
     model = TorchReference(**kwargs).eval()  # eval: dropout off
-    rng = np.random.default_rng(seed)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            parameter.copy_(torch.from_numpy(random_like(rng, name, tuple(parameter.shape))))
-    return model
+    return randomize(model, seed)
 
 
 @pytest.fixture
-def reference(random_like):
-    return make_reference(random_like)
+def reference(randomize):
+    return make_reference(randomize)
 
 
 @pytest.fixture
@@ -137,8 +133,8 @@ def test_source_padding_matters(reference, inputs):
         assert np.max(np.abs(masked[row][real[row]] - unmasked[row][real[row]])) > 1e-3
 
 
-def test_pre_ln_stacks_with_final_norms(random_like, inputs, report):
-    reference = make_reference(random_like, seed=2, norm_first=True)
+def test_pre_ln_stacks_with_final_norms(randomize, inputs, report):
+    reference = make_reference(randomize, seed=2, norm_first=True)
     model = from_torch_transformer(reference.encoder, reference.decoder, reference.embedding)
     assert model.config.ln_position == "pre"
     source, target, real = inputs
@@ -146,14 +142,14 @@ def test_pre_ln_stacks_with_final_norms(random_like, inputs, report):
            our_logits(model, source, target), reference(source, target), real)
 
 
-def test_gelu_is_the_exact_form(random_like, inputs, report):
-    reference = make_reference(random_like, seed=3, activation="gelu")
+def test_gelu_is_the_exact_form(randomize, inputs, report):
+    reference = make_reference(randomize, seed=3, activation="gelu")
     model = from_torch_transformer(reference.encoder, reference.decoder, reference.embedding)
     assert model.config.activation == "gelu_exact"
     source, target, real = inputs
     report("torch post-LN GELU (erf)",
            our_logits(model, source, target), reference(source, target), real)
-    tanh = make_reference(random_like, seed=3, activation=nn.GELU(approximate="tanh"))
+    tanh = make_reference(randomize, seed=3, activation=nn.GELU(approximate="tanh"))
     assert from_torch_transformer(
         tanh.encoder, tanh.decoder.state_dict(), tanh.embedding, num_heads=HEADS
     ).config.activation == "gelu"  # our "gelu" is the tanh approximation
@@ -178,11 +174,11 @@ def test_masks_are_torch_conventions():
     np.testing.assert_array_equal(torch_causal_mask(5), ~ours)
 
 
-def test_what_our_model_cannot_express_raises(random_like, reference):
-    with_norms = make_reference(random_like, final_norm=True)  # nn.Transformer's default
+def test_what_our_model_cannot_express_raises(randomize, reference):
+    with_norms = make_reference(randomize, final_norm=True)  # nn.Transformer's default
     with pytest.raises(ValueError, match="final LayerNorm"):
         from_torch_transformer(with_norms.encoder, with_norms.decoder, with_norms.embedding)
-    without_norms = make_reference(random_like, norm_first=True, final_norm=False)
+    without_norms = make_reference(randomize, norm_first=True, final_norm=False)
     with pytest.raises(ValueError, match="no final LayerNorm"):
         from_torch_transformer(without_norms.encoder, without_norms.decoder,
                                without_norms.embedding)
