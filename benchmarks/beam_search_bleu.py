@@ -33,13 +33,13 @@ def kept_pairs(translator, pairs, max_tokens):
             if max(len(s), len(t)) < max_tokens]
 
 
-def compare(translator, pairs, searches, alpha, batch_size, sacrebleu):
+def compare(translator, pairs, searches, alpha, beta, batch_size, sacrebleu):
     """`{search name: figures}` for the searches (`None`: greedy, else a beam width)."""
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     figures = {}
     for beam in searches:
         start = time.perf_counter()
-        hypotheses = translator.translate(sources, beam_size=beam, alpha=alpha,
+        hypotheses = translator.translate(sources, beam_size=beam, alpha=alpha, beta=beta,
                                           batch_size=batch_size, progress=False)
         seconds = time.perf_counter() - start
         bleu = sacrebleu.corpus_bleu(hypotheses, [references])
@@ -81,6 +81,8 @@ def main(argv=None):
     parser.add_argument("--searches", nargs="+", default=["greedy", "4", "8"],
                         help="'greedy' or beam widths")
     parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--beta", type=float, default=kt.tasks.translator.COVERAGE_BETA,
+                        help="coverage penalty weight of the beams (default: Translator's)")
     parser.add_argument("--eval-max-length", type=int, default=64,
                         help="pairs of this many tokens or more are left out (as the demo does)")
     parser.add_argument("--batch-size", type=int, default=128)
@@ -92,7 +94,7 @@ def main(argv=None):
     translator = keras.saving.load_model(os.path.join(args.run, "translator.keras"))
     searches = [None if s == "greedy" else int(s) for s in args.searches]
     splits, _ = kt.data.gettext_splits(args.language, paths=args.catalogs)
-    print(f"backend={keras.backend.backend()} alpha={args.alpha} "
+    print(f"backend={keras.backend.backend()} alpha={args.alpha} beta={args.beta} "
           f"model={args.run}/translator.keras ({translator.model.count_params():,} weights)")
     results = {}
     for name in args.splits:
@@ -100,12 +102,13 @@ def main(argv=None):
         if not pairs:
             print(f"{name}: no pairs within {args.eval_max_length} tokens")
             continue
-        figures = compare(translator, pairs, searches, args.alpha, args.batch_size, sacrebleu)
+        figures = compare(translator, pairs, searches, args.alpha, args.beta, args.batch_size,
+                          sacrebleu)
         report(name, pairs, figures, sacrebleu)
         results[name] = dict(pairs=len(pairs), searches=figures)
     if args.json:
         with open(args.json, "w") as out:
-            json.dump(dict(alpha=args.alpha, splits=results), out, indent=2)
+            json.dump(dict(alpha=args.alpha, beta=args.beta, splits=results), out, indent=2)
     return results
 
 

@@ -1,11 +1,14 @@
 """Beam search that keeps alive and finished hypotheses apart, on the KV cache.
 
 At every step the `2K` best one-token extensions of the `K` alive beams are
-taken (`K (S + 1)` with `S` stop ids, so that `K` of them survive). Those ending in a stop id leave the beam: they join a finished set of
-`K`, scored by summed log-probability over GNMT's length penalty at their own
-length. The `K` best of the others stay alive. At the last position every alive
-extension finishes by length. A row stops early once no alive beam can still
-beat its n-th best finished one (tensor2tensor's bound). Batched over rows,
+taken (`K (S + 1)` with `S` stop ids, so that `K` of them survive). Those
+ending in a stop id leave the beam: they join a finished set of `K`, scored by
+summed log-probability over GNMT's length penalty at their own length (plus,
+with `beta`, GNMT's coverage penalty of the source they read). The `K` best of
+the others stay alive. At the last position every alive extension finishes by
+length. A row stops early once no alive beam can still beat its n-th best
+finished one (tensor2tensor's bound; the coverage penalty is <= 0, so the bound
+holds with it). Batched over rows,
 with every beam's cache in one `(B * K, ...)` batch, compiled like the rest of
 the loop.
 """
@@ -27,7 +30,8 @@ class Hypotheses(NamedTuple):
         ids: int32 `(batch, n, L)` token ids; after a hypothesis ends, the
             fill id (the model's `pad_id`, else the stop id).
         scores: float32 `(batch, n)`: summed log-probability of the generated
-            tokens over `length_penalty(lengths, alpha)`, descending. A score of
+            tokens over `length_penalty(lengths, alpha)` (plus
+            `coverage_penalty(..., beta)` with beta > 0), descending. A score of
             about -1e30 marks a slot no hypothesis filled (a row with fewer than
             n possible outputs).
         lengths: int32 `(batch, n)`: generated tokens, the stop id included.
@@ -65,6 +69,31 @@ def length_penalty(length, alpha):
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
 
+def coverage_penalty(coverage, beta):
+    """GNMT's coverage penalty `beta * sum_s log(min(c_s, 1))` (paper: beta 0.2).
+
+    `c_s` is how much attention source position s received over a
+    hypothesis's steps. Beam search adds this (<= 0) to a finished
+    hypothesis's length-normalized score, so that an output that leaves part
+    of the source unread ranks below one that translates all of it: the
+    search's remedy for outputs that end early.
+
+    Args:
+        coverage: float `(..., S)`; padding positions hold 1 (no penalty).
+        beta: the weight; 0 turns the penalty off.
+
+    Returns:
+        float32 `(...)`.
+
+    Example:
+    >>> import numpy as np
+    >>> round(float(coverage_penalty(np.array([0.5, 1.0, 2.0]), 0.2)), 4)  # 0.2 log 0.5
+    -0.1386
+    """
+    coverage = ops.clip(ops.cast(coverage, "float32"), 1e-30, 1.0)  # log(0) would be -inf
+    return beta * ops.sum(ops.log(coverage), axis=-1)
+
+
 def _reorder(tree, rows):
     """Gathers rows `(B * K, ...)` of every self-attention cache by `rows`.
 
@@ -92,8 +121,10 @@ def beam_loop(step, prompts, caches, settings):
         prompts: a `Prompts` buffer `(B, L)`: positions inside a row's prompt
             are forced, the rest generated until the row's `prompts.end`.
         caches: the model's caches with `B * K` rows (each row repeated `K`
-            times), prefilled with the prompts.
-        settings: the `DecodeSettings` (beam size, alpha, n, stop and
+            times), prefilled with the prompts. With `settings.beta > 0` the
+            last block's cache tracks its cross-attention `"coverage"`
+            `(B * K, S)` (`EncoderDecoder.empty_cache(..., coverage_mask)`).
+        settings: the `DecodeSettings` (beam size, alpha, beta, n, stop and
             forbidden ids).
     """
     batch, k, n = settings.batch, settings.beam_size, settings.num_return
@@ -118,6 +149,7 @@ def beam_loop(step, prompts, caches, settings):
              done):
         tokens = ops.reshape(ops.slice(alive, (0, 0, index - 1), (batch, k, 1)), (batch * k, 1))
         logits, caches = step(tokens, caches, index - 1)  # (B*K, 1, V)
+        covered = caches[-1]["coverage"] if settings.beta > 0 else None  # (B*K, S)
         log_probs = ops.log_softmax(forbid(logits[:, -1], settings.forbidden), axis=-1)
         vocab = ops.shape(log_probs)[-1]
         log_probs = ops.reshape(log_probs, (batch, k, vocab))  # (B, K, V)
@@ -145,7 +177,11 @@ def beam_loop(step, prompts, caches, settings):
 
         # Finished: the K best of the finished set and the extensions that end now.
         new_lengths = ops.broadcast_to((index + 1 - lengths)[:, None], (batch, width))
-        normalized = ops.where(ends, scores / length_penalty(new_lengths, settings.alpha), NEG_INF)
+        normalized = scores / length_penalty(new_lengths, settings.alpha)  # (B, width)
+        if settings.beta > 0:  # what each parent has read, this step's attention included
+            coverage = ops.reshape(covered, (batch, k, -1))  # (B, K, S)
+            normalized += coverage_penalty(_gather(coverage, parent), settings.beta)
+        normalized = ops.where(ends, normalized, NEG_INF)
         pool_scores = ops.concatenate([finished_scores, normalized], axis=1)  # (B, K + width)
         finished_scores, best = ops.top_k(pool_scores, k)
         finished = _gather(ops.concatenate([finished, sequences], axis=1), best)

@@ -142,12 +142,12 @@ def _special_ids(model, stop_ids):
     return stop_ids, forbidden, fill
 
 
-def _settings(model, sampler, alpha, stop_ids, **shapes_and_search):
+def _settings(model, sampler, alpha, stop_ids, beta=0.0, **shapes_and_search):
     """The `DecodeSettings` of one call: the sampler without its seed, the special ids."""
     stop_ids, forbidden, fill = _special_ids(model, stop_ids)
     return DecodeSettings(
-        sampler=sampler.without_seed(), alpha=float(alpha), stop_ids=stop_ids,
-        forbidden=forbidden, fill_id=fill, **shapes_and_search,
+        sampler=sampler.without_seed(), alpha=float(alpha), beta=float(beta),
+        stop_ids=stop_ids, forbidden=forbidden, fill_id=fill, **shapes_and_search,
     )
 
 
@@ -223,12 +223,12 @@ def generate_decoder_only(
 
 def generate_encoder_decoder(
     model, source_ids, *, start_id=None, stop_ids=None, max_length=None, beam_size=4,
-    alpha=0.6, sampler=None, num_return=None,
+    alpha=0.6, sampler=None, num_return=None, beta=0.0,
 ):
     """Translation of each source, `(B, max_length)`; see `EncoderDecoder.generate`."""
     config = model.config
     sampler = GREEDY if sampler is None else sampler
-    returned = check_search(sampler, beam_size, alpha, num_return)
+    returned = check_search(sampler, beam_size, alpha, num_return, beta)
     source = _token_array("source_ids", source_ids, config.vocab_size)
     if start_id is None:
         start_id = config.start_id
@@ -263,16 +263,22 @@ def generate_encoder_decoder(
         buffer_length = validation.check_int("max_length", max_length)
         ends = np.full((batch,), max_length + 1)
     check_decode_length(model, max_length + 1, "max_length")
-    settings = _settings(model, sampler, alpha, stop_ids, batch=batch, length=buffer_length + 1,
-                         beam_size=beam_size, num_return=returned, input_length=padded_width)
+    settings = _settings(model, sampler, alpha, stop_ids, beta, batch=batch,
+                         length=buffer_length + 1, beam_size=beam_size, num_return=returned,
+                         input_length=padded_width)
 
     def build(settings):
         def run(source, start, end, seed):
             memory = model.encode(source)
             memory_mask = masks.padding_mask(source, config.pad_id)
+            coverage = None  # what the coverage penalty counts: the real source tokens
+            if settings.beta > 0:
+                coverage = memory_mask
+                if coverage is None:  # no padding id: every position is real
+                    coverage = ops.ones(ops.shape(source), "bool")
+            caches = model.empty_cache(memory, settings.length, coverage_mask=coverage)
             if settings.beam_size is not None:  # one row per beam
                 memory_mask = _expand(memory_mask, settings.beam_size)
-            caches = model.empty_cache(memory, settings.length)
 
             def step(token, caches, position):
                 return model.decode(token, None, memory_mask, caches=caches, cache_index=position)

@@ -43,6 +43,7 @@ class DecodeSettings:
         sampler: how a token is picked (its seed removed), for sampling.
         beam_size: None for sampling/greedy, else the beam width.
         alpha: GNMT length penalty exponent (beam search).
+        beta: GNMT coverage penalty weight (beam search, encoder-decoder; 0: off).
         num_return: hypotheses returned per row (beam search: the n best).
         stop_ids: ids that end a row; never forbidden.
         forbidden: ids never generated (the padding id, unless it stops).
@@ -63,6 +64,7 @@ class DecodeSettings:
     sampler: Sampler
     beam_size: Optional[int]
     alpha: float
+    beta: float
     num_return: int
     stop_ids: tuple
     forbidden: tuple
@@ -70,7 +72,17 @@ class DecodeSettings:
     input_length: int
 
 
-def check_search(sampler, beam_size, alpha, num_return):
+def _check_weight(name, value):
+    """A search weight (`alpha`, `beta`): a finite real number >= 0."""
+    if (
+        isinstance(value, bool) or not isinstance(value, numbers.Real)
+        or not 0 <= value < math.inf
+    ):
+        raise ValueError(f"`{name}` must be a finite number >= 0; received {value!r}.")
+    return float(value)
+
+
+def check_search(sampler, beam_size, alpha, num_return, beta=0.0):
     """Validates the search arguments of `generate`; returns `num_return` (default 1)."""
     if not isinstance(sampler, Sampler):
         raise ValueError(
@@ -78,11 +90,12 @@ def check_search(sampler, beam_size, alpha, num_return):
             f"received {sampler!r}."
         )
     validation.check_int("beam_size", beam_size, allow_none=True)
-    if (
-        isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
-        or not 0 <= alpha < math.inf
-    ):
-        raise ValueError(f"`alpha` must be a finite number >= 0; received {alpha!r}.")
+    _check_weight("alpha", alpha)
+    if _check_weight("beta", beta) > 0 and beam_size is None:
+        raise ValueError(
+            f"`beta` (the coverage penalty) ranks beam search's hypotheses: it needs a "
+            f"beam_size; received beta={beta} with beam_size=None."
+        )
     validation.check_int("num_return", num_return, allow_none=True)
     if beam_size is None:
         if num_return is not None:

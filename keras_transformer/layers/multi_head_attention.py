@@ -396,19 +396,27 @@ class MultiHeadAttention(keras.layers.Layer):
                 f"memory of shape {tuple(memory.shape)}."
             )
 
-    def attention_probabilities(self, query, memory=None, key_mask=None):
+    def attention_probabilities(self, query, memory=None, key_mask=None, cache=None):
         """Attention probabilities `(batch, heads, T, S)` (float32), no dropout.
 
         What the layer's softmax computes for these inputs, for inspection
-        (e.g. a cross-attention heatmap); masked keys get probability 0.
+        (e.g. a cross-attention heatmap) and for beam search's coverage
+        penalty; masked keys get probability 0.
 
         Args:
             query: `(batch, T, d_model)`.
             memory: `(batch, S, d_model)` encoder output, for `mode="cross"` only.
             key_mask: bool `(batch, S)` key padding mask (`True` = real token).
+            cache: for `mode="cross"`, the memory's keys and values
+                (`key_value_cache(memory)`) instead of `memory`.
         """
         self._check_inputs(query, memory)
-        q, k, _, _ = self._project(query, memory)
+        if cache is not None and self.mode != "cross":
+            raise ValueError(
+                "`cache` in attention_probabilities is a cross-attention layer's memory keys "
+                f"and values; this layer's mode is {self.mode!r}."
+            )
+        q, k, _, _ = self._project(query, memory, cache)
         if key_mask is not None:
             validation.check_key_mask("key_mask", key_mask, q.shape[0], k.shape[1])
         query_length, key_length = ops.shape(q)[1], ops.shape(k)[1]

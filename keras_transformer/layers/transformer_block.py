@@ -195,16 +195,19 @@ class TransformerBlock(keras.layers.Layer):
             ),
             training,
         )
-        if self.has_cross_attention:
-            x = self._residual(
-                x,
-                self.cross_attention_norm,
-                lambda h: attend(
-                    self.cross_attention, "cross", h,
-                    memory=None if cached_memory else memory, key_mask=memory_mask,
-                ),
-                training,
+        def cross_attend(h):
+            if cache is not None and "coverage" in cache:  # beam search's coverage penalty
+                probs = self.cross_attention.attention_probabilities(
+                    h, key_mask=memory_mask, cache=cache["cross"]
+                )  # (batch, heads, T, S)
+                updated["coverage"] = cache["coverage"] + ops.sum(ops.mean(probs, axis=1), axis=1)
+            return attend(
+                self.cross_attention, "cross", h,
+                memory=None if cached_memory else memory, key_mask=memory_mask,
             )
+
+        if self.has_cross_attention:
+            x = self._residual(x, self.cross_attention_norm, cross_attend, training)
         x = self._residual(
             x, self.feed_forward_norm, lambda h: invoke(self.feed_forward, h), training
         )
@@ -232,22 +235,32 @@ class TransformerBlock(keras.layers.Layer):
         query = self.cross_attention_norm(x) if self.ln_position == "pre" else x
         return self.cross_attention.attention_probabilities(query, memory, key_mask=memory_mask)
 
-    def empty_cache(self, batch_size, max_length, memory=None):
+    def empty_cache(self, batch_size, max_length, memory=None, coverage_mask=None):
         """Zero key/value cache for decoding up to `max_length` positions.
 
         A dict with `"self"`: zeros of `self_cache_shape(batch_size, max_length)`,
         and for cross-attention blocks `"cross"`: the keys and values of `memory`.
+        With `coverage_mask`, also `"coverage"` float32 `(batch, S)`: how much
+        cross-attention (mean over heads) each source position has received
+        over the steps decoded so far; it starts at 0 for real positions and
+        at 1 for padding, so that a coverage penalty ignores padding.
 
         Args:
             batch_size: rows of the batch to decode.
             max_length: positions to decode (prompt plus new tokens).
             memory: `(batch, S, d_model)` encoder output (cross-attention
                 blocks only).
+            coverage_mask: bool `(batch, S)` (`True` = real source token) to
+                track coverage (cross-attention blocks only), or None.
         """
         shape = self.self_cache_shape(batch_size, max_length)
         cache = {"self": ops.zeros(shape, dtype=self.compute_dtype)}
         if self.has_cross_attention:
             cache["cross"] = self.cross_attention.key_value_cache(memory)
+        if coverage_mask is not None:
+            if not self.has_cross_attention:
+                raise ValueError("`coverage_mask` needs a block with cross_attention=True.")
+            cache["coverage"] = ops.where(coverage_mask, 0.0, 1.0)
         return cache
 
     def self_cache_shape(self, batch_size, max_length):

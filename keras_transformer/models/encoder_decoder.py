@@ -238,25 +238,35 @@ class EncoderDecoder(TransformerModel):
             hidden = block(hidden, padding_mask=padding, memory=memory, memory_mask=memory_mask)
         return maps
 
-    def empty_cache(self, memory, max_length):
+    def empty_cache(self, memory, max_length, coverage_mask=None):
         """Decoder caches: zero self-attention caches of `max_length` positions
         and each block's cross-attention keys/values of `memory`, computed once.
 
         Args:
             memory: `(batch, S, d_model)` encoder output.
             max_length: target positions each self-attention cache holds.
+            coverage_mask: the source's padding mask (bool `(batch, S)`) to
+                have the last decoder block track its cross-attention
+                coverage in its cache (`"coverage"`, for beam search's
+                coverage penalty), or None.
         """
         batch = ops.shape(memory)[0]
-        return [block.empty_cache(batch, max_length, memory) for block in self.decoder_blocks]
+        last = len(self.decoder_blocks) - 1
+        return [
+            block.empty_cache(batch, max_length, memory,
+                              coverage_mask=coverage_mask if i == last else None)
+            for i, block in enumerate(self.decoder_blocks)
+        ]
 
     def generate(
         self, source_ids, start_id=None, stop_ids=None, max_length=None, beam_size=4,
-        alpha=0.6, sampler=None, num_return=None,
+        alpha=0.6, sampler=None, num_return=None, beta=0.0,
     ):
         """Translates each source, decoding with the key/value cache.
 
         Defaults follow the paper: beam search with 4 beams, GNMT length
-        penalty alpha 0.6, at most source length + 50 target tokens.
+        penalty alpha 0.6, at most source length + 50 target tokens, no
+        coverage penalty.
 
         Args:
             source_ids: int `(batch, S)` source ids, padded with `pad_id`.
@@ -270,6 +280,11 @@ class EncoderDecoder(TransformerModel):
             sampler: with `beam_size=None`, a `Sampler` (default greedy).
             num_return: with beam search, return this many best hypotheses
                 per source (<= beam_size) with their scores.
+            beta: with beam search, GNMT's coverage penalty weight (>= 0):
+                a finished hypothesis's score gains `beta * sum_s log(min(c_s,
+                1))`, where `c_s` is the cross-attention (last decoder layer,
+                mean over heads) source token s received over its steps, so
+                that outputs which leave part of the source unread rank lower.
 
         Returns:
             NumPy int32 `(batch, max_length)`: target tokens (without the
@@ -288,7 +303,7 @@ class EncoderDecoder(TransformerModel):
 
         return decoding.generate_encoder_decoder(
             self, source_ids, start_id=start_id, stop_ids=stop_ids, max_length=max_length,
-            beam_size=beam_size, alpha=alpha, sampler=sampler, num_return=num_return,
+            beam_size=beam_size, alpha=alpha, sampler=sampler, num_return=num_return, beta=beta,
         )
 
     def call(self, inputs, training=None):

@@ -20,6 +20,11 @@ EMPTY = "no translation: source kept"
 """Note on a piece the model translated to nothing."""
 TOO_LONG = "too long for the model: source kept"
 """Note on a piece longer than the model's position table."""
+COVERAGE_BETA = 0.4
+"""`translate`'s default coverage penalty weight (GNMT's beta). Without it, beam
+search on a briefly trained translator prefers outputs that stop before the
+source is translated (shorter than greedy search's); `docs/benchmarks.md` has
+the figures behind the value."""
 
 
 def _select(source, candidates, count):
@@ -133,7 +138,8 @@ class Translator(TextTask):
         placeholders are still checked and repaired after decoding."""
         return all(self.token_id(symbol) is not None for symbol in placeholders.SLOT_SYMBOLS)
 
-    def translate(self, texts, beam_size=4, alpha=0.6, batch_size=64, progress="auto"):
+    def translate(self, texts, beam_size=4, alpha=0.6, beta=COVERAGE_BETA, batch_size=64,
+                  progress="auto"):
         """Translations of a string (a string) or a list of strings (a list).
 
         Args:
@@ -141,6 +147,8 @@ class Translator(TextTask):
             beam_size: beam width, or None for greedy search (faster; no
                 score).
             alpha: GNMT length penalty exponent (beam search).
+            beta: GNMT coverage penalty weight (beam search; 0: off), see
+                `EncoderDecoder.generate`.
             batch_size: pieces decoded together.
             progress: True for a progress bar, False for none, "auto" for
                 one when there is more than one batch.
@@ -161,11 +169,12 @@ class Translator(TextTask):
         """
         texts, single = texts_argument("texts", texts)
         best = [found[0].text for found in self.translations(
-            texts, beam_size=beam_size, alpha=alpha, batch_size=batch_size, progress=progress)]
+            texts, beam_size=beam_size, alpha=alpha, beta=beta, batch_size=batch_size,
+            progress=progress)]
         return best[0] if single else best
 
-    def translations(self, texts, beam_size=4, num_return=1, alpha=0.6, batch_size=64,
-                     progress="auto"):
+    def translations(self, texts, beam_size=4, num_return=1, alpha=0.6, beta=COVERAGE_BETA,
+                     batch_size=64, progress="auto"):
         """The `num_return` best translations of each text, as `Translation`s.
 
         Args:
@@ -176,6 +185,7 @@ class Translator(TextTask):
             num_return: translations per text, best first (<= beam_size;
                 1 with greedy search).
             alpha: GNMT length penalty exponent (beam search).
+            beta: GNMT coverage penalty weight (beam search; 0: off).
             batch_size: pieces decoded together.
             progress: True, False or "auto" (a bar when there is more than one batch).
 
@@ -210,11 +220,14 @@ class Translator(TextTask):
             raise ValueError(f"`progress` must be True, False or 'auto'; received {progress!r}.")
         layouts = [split_message(text) for text in texts]
         pieces = list(dict.fromkeys(piece for layout in layouts for piece in layout.pieces))
-        found = self._translate_pieces(pieces, beam_size, num_return, alpha, batch_size, progress)
+        # What `generate` is called with: greedy search takes no length or coverage weights.
+        search = dict(beam_size=None) if beam_size is None else dict(
+            beam_size=beam_size, alpha=alpha, beta=beta)
+        found = self._translate_pieces(pieces, search, num_return, batch_size, progress)
         return [[_combine(text, layout, [found[piece][i] for piece in layout.pieces])
                  for i in range(num_return)] for text, layout in zip(texts, layouts)]
 
-    def _translate_pieces(self, pieces, beam_size, num_return, alpha, batch_size, progress):
+    def _translate_pieces(self, pieces, search, num_return, batch_size, progress):
         """`{piece: [Translation] * num_return}` for pieces without layout whitespace."""
         protects = self.protects_placeholders
         protected = [placeholders.protect(piece) if protects
@@ -237,7 +250,7 @@ class Translator(TextTask):
         if progress is True or (progress == "auto" and len(batches) > 1):
             bar = keras.utils.Progbar(len(order), unit_name="piece")
         for batch in batches:
-            candidates = self._decode([sources[i] for i in batch], beam_size, alpha, batch_size)
+            candidates = self._decode([sources[i] for i in batch], search, batch_size)
             for i, hypotheses in zip(batch, candidates):
                 restored = [(placeholders.restore(text, protected[i].slots), score)
                             for text, score in hypotheses]
@@ -246,20 +259,20 @@ class Translator(TextTask):
                 bar.add(len(batch))
         return found
 
-    def _decode(self, sources, beam_size, alpha, batch_size):
-        """Decodes id lists; per source, `(text, score)` of every finished beam (beam
-        search) or of the greedy output (score NaN)."""
+    def _decode(self, sources, search, batch_size):
+        """Decodes id lists with `generate(**search)`; per source, `(text, score)` of every
+        finished beam (beam search) or of the greedy output (score NaN)."""
         config = self.model.config
         width = max(len(source) for source in sources)
         batch = np.full((batch_size, width), config.pad_id, dtype="int32")
         for row, source in enumerate(sources):
             batch[row, :len(source)] = source
         batch[len(sources):, 0] = config.end_id  # filler rows keep one compiled batch size
-        if beam_size is None:
+        if search["beam_size"] is None:
             rows = [_until_end(ids.tolist(), config) for ids in self.model.generate(
-                batch, beam_size=None)[:len(sources)]]
+                batch, **search)[:len(sources)]]
             return [[(text, math.nan)] for text in self.detokenize(rows)]
-        best = self.model.generate(batch, beam_size=beam_size, alpha=alpha, num_return=beam_size)
+        best = self.model.generate(batch, num_return=search["beam_size"], **search)
         results = []
         for row in range(len(sources)):
             rows, scores = [], []

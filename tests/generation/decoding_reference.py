@@ -65,11 +65,12 @@ def encoder_decoder_next(model, source, start, forbidden=()):
     return next_log_probs
 
 
-def exhaustive_search(next_log_probs, max_new, stop_ids, alpha):
+def exhaustive_search(next_log_probs, max_new, stop_ids, alpha, penalty=None):
     """Every possible output, best first: `[(score, tokens), ...]`.
 
     An output ends at its first stop id or after `max_new` tokens; its score
-    is its summed log-probability over GNMT's `((5 + length) / 6) ** alpha`.
+    is its summed log-probability over GNMT's `((5 + length) / 6) ** alpha`,
+    plus `penalty(outputs)[i]` for output i when given (all outputs at once).
     """
     outputs, frontier = [], [((), 0.0)]
     for depth in range(max_new):
@@ -83,8 +84,37 @@ def exhaustive_search(next_log_probs, max_new, stop_ids, alpha):
                 else:
                     grown.append(item)
         frontier = grown
-    scored = [(total / ((5 + len(tokens)) / 6) ** alpha, list(tokens)) for tokens, total in outputs]
+    extra = np.zeros(len(outputs)) if penalty is None else penalty([t for t, _ in outputs])
+    scored = [(total / ((5 + len(tokens)) / 6) ** alpha + bonus, list(tokens))
+              for (tokens, total), bonus in zip(outputs, extra)]
     return sorted(scored, key=lambda item: -item[0])
+
+
+def coverage_penalties(model, source, start, beta):
+    """`penalty(outputs)` for `exhaustive_search`: GNMT's coverage penalty of each output.
+
+    From full passes: the last decoder layer's cross-attention, averaged over
+    heads, summed over the rows that predict the output's tokens (decoder
+    inputs `[start] + tokens[:-1]`), `beta * sum log(min(coverage, 1))` over the
+    source's real (non-padding) positions, in float64.
+    """
+    source = np.asarray(source, "int32")
+    real = source != model.config.pad_id
+
+    def penalty(outputs):
+        width = max(len(tokens) for tokens in outputs)
+        target = np.full((len(outputs), width), model.config.pad_id, "int32")
+        for row, tokens in enumerate(outputs):
+            target[row, : len(tokens)] = [start] + list(tokens[:-1])
+        sources = np.repeat(source[None], len(outputs), axis=0)
+        probs = ops.convert_to_numpy(model.cross_attention_probabilities(sources, target)[-1])
+        probs = probs.astype("float64").mean(axis=1)  # (N, T, S), mean over heads
+        return np.array([
+            beta * np.log(np.minimum(probs[row, : len(tokens)].sum(axis=0)[real], 1.0)).sum()
+            for row, tokens in enumerate(outputs)
+        ])
+
+    return penalty
 
 
 def reference_beam_search(next_log_probs, max_new, stop_ids, alpha, beam_size, n):

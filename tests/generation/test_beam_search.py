@@ -3,6 +3,8 @@
 import keras
 import numpy as np
 import pytest
+from keras import ops
+from decoding_reference import coverage_penalties
 from decoding_reference import decoder_only_next
 from decoding_reference import encoder_decoder_next
 from decoding_reference import exhaustive_search
@@ -97,6 +99,42 @@ def test_alpha_changes_the_ranking_as_the_oracle_does():
         assert len(oracles[2.0][row][0][1]) > len(oracles[0.0][row][0][1])
 
 
+def test_coverage_penalty_ranks_as_the_exhaustive_search_does():
+    """beta > 0: the beam's n best are the oracle's under length and coverage penalties,
+    on a model and sources where the coverage penalty changes a best output."""
+    beta = 2.0
+    for seed in range(8):
+        model = _translator(seed=seed, sharpen=1.0)
+        sources = np.random.default_rng(seed).integers(1, VOCAB, size=(4, 5))
+        sources[1, 3:] = 0  # a padded source: padding is never penalized
+        oracles = {b: [exhaustive_search(
+            encoder_decoder_next(model, s, 2, (0,)), 4, (STOP,), 0.6,
+            penalty=coverage_penalties(model, s, 2, b) if b else None) for s in sources]
+            for b in (0.0, beta)}
+        changed = [row for row in range(len(sources))
+                   if oracles[0.0][row][0][1] != oracles[beta][row][0][1]]
+        if changed:
+            break
+    assert changed, "no model of 8 where the coverage penalty changes a best output"
+    for b in (0.0, beta):
+        result = model.generate(sources, max_length=4, beam_size=121, alpha=0.6, beta=b,
+                                num_return=4)
+        for row in range(len(sources)):
+            _assert_matches_oracle(_hypotheses(result, row), oracles[b][row])
+            assert np.all(np.diff(result.scores[row]) <= 0)
+    for row in changed:  # the penalized best reads more of its source
+        covered = coverage_penalties(model, sources[row], 2, 1.0)
+        best_plain, best_covered = oracles[0.0][row][0][1], oracles[beta][row][0][1]
+        assert covered([best_covered])[0] > covered([best_plain])[0]
+
+
+def test_coverage_penalty_formula():
+    coverage = np.array([[0.5, 1.0, 3.0], [1.0, 1.0, 1.0]])
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(kt.generation.coverage_penalty(coverage, 0.2)),
+        [0.2 * np.log(0.5), 0.0], rtol=1e-6)
+
+
 def test_decoder_only_beam_equals_exhaustive_search_with_prompts_of_two_lengths():
     model = _gpt(seed=1)
     prompts = np.array([[4, 1, 0], [2, 4, 4]])  # the first is 2 tokens long
@@ -130,16 +168,17 @@ def test_narrow_beams_prune_as_the_plain_reference_does(beam_size, stop_ids):
         assert [t for _, t in ours] == [t for _, t in expected]
 
 
-def test_each_row_decodes_as_it_would_alone():
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_each_row_decodes_as_it_would_alone(beta):
     """A batch of sources padded to width 10 (bucket 16) vs each source alone (bucket 8)."""
     model = _translator(seed=2)
     sources = np.zeros((3, 10), "int32")
     for row, length in enumerate((4, 2, 7)):
         sources[row, :length] = np.random.default_rng(row).integers(1, VOCAB, size=length)
-    together = model.generate(sources, max_length=6, beam_size=4, num_return=3)
+    together = model.generate(sources, max_length=6, beam_size=4, num_return=3, beta=beta)
     for row, length in enumerate((4, 2, 7)):
         alone = model.generate(sources[row: row + 1, :length], max_length=6, beam_size=4,
-                               num_return=3)
+                               num_return=3, beta=beta)
         np.testing.assert_array_equal(alone.ids[0], together.ids[row])
         np.testing.assert_allclose(alone.scores[0], together.scores[row], rtol=1e-5, atol=1e-5)
 
