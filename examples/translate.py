@@ -197,7 +197,8 @@ def evaluate(translator, pairs, args, sacrebleu):
 
 def report(name, figures, args):
     print(f"{name}: {figures['pairs']:,} messages (within {args.eval_max_length} tokens), "
-          f"beam {args.beam_size}, alpha 0.6, decoded in {figures['decode_seconds']:.0f} s")
+          f"beam {args.beam_size}, alpha 0.6, coverage penalty "
+          f"{kt.tasks.translator.COVERAGE_BETA}, decoded in {figures['decode_seconds']:.0f} s")
     print(f"  sacreBLEU, model:                  {figures['bleu']:6.2f}")
     print(f"  sacreBLEU, copying the source:     {figures['copy_bleu']:6.2f}")
     for key, what in (("placeholders_kept", "placeholder_messages"),

@@ -55,7 +55,8 @@ class TransformerBlock(keras.layers.Layer):
         memory_mask: bool `(batch, S)`, `True` for real positions of `memory`.
         cache: for cached decoding, `empty_cache(...)`'s dict of key/value
             caches; `memory` may then be omitted (its keys and values are in
-            the cache).
+            the cache). With a `"coverage"` entry, the block adds its
+            cross-attention (mean over heads) to it.
         cache_index: absolute position of `x`'s first row (with `cache`).
         training: whether dropout is active.
         keep_until: positions from here on will be fed again: a banded
