@@ -4,7 +4,10 @@ GPT-2-shaped random-weight models, a prompt of P tokens and N new tokens, at
 batch 1 and a large batch, all measured in this one run (absolute times drift
 between machines; the ratios printed at the end are what to compare):
 
-* ours-cached:   `DecoderOnly.generate` (KV cache, compiled loop);
+* ours-cached:   `DecoderOnly.generate` (KV cache, compiled loop; on torch with
+                 `model.jit_compile = True`, so that each step is one graph
+                 made by `torch.compile`: Keras' eager default on torch is
+                 `jit_compile="auto"`, i.e. False; `--torch-eager` keeps it);
 * ours-uncached: the same compiled loop re-running the whole sequence each step;
 * keras-hub:     `GPT2CausalLM.generate` with its greedy sampler, same backend;
 * hf:            HF transformers `GPT2LMHeadModel.generate` (torch), if installed;
@@ -41,7 +44,7 @@ def timed(fn, repeats):
     return best
 
 
-def ours(shape, batch, prompt, new, dtype, num_kv_heads=None):
+def ours(shape, batch, prompt, new, dtype, num_kv_heads=None, jit_compile=True):
     """(cached run, uncached run, decode cache bytes) of our model."""
     keras.config.set_dtype_policy(dtype)
     model = kt.DecoderOnly(
@@ -49,6 +52,8 @@ def ours(shape, batch, prompt, new, dtype, num_kv_heads=None):
         num_heads=shape["heads"], d_ff=4 * shape["d_model"], max_length=1024, dropout=0.0,
         pad_id=None, num_kv_heads=num_kv_heads,
     )
+    if keras.backend.backend() == "torch":
+        model.jit_compile = jit_compile  # torch.compile for each decode step (not the default)
     ids = np.random.default_rng(0).integers(1, shape["vocab"], size=(batch, prompt))
     cached = lambda: model.generate(ids, max_new_tokens=new)  # noqa: E731
 
@@ -123,6 +128,9 @@ def main():
     parser.add_argument("--skip", nargs="*", default=[], choices=["uncached", "keras-hub", "hf"])
     parser.add_argument("--kv-heads", type=int, default=None,
                         help="also run the model with this many key/value heads (GQA)")
+    parser.add_argument("--torch-eager", action="store_true",
+                        help="torch: run ours eagerly (jit_compile=False, the default) instead of "
+                             "with model.jit_compile = True")
     parser.add_argument("--json", default=None,
                         help="also write every timing to this file (rewritten after each one)")
     args = parser.parse_args()
@@ -137,14 +145,20 @@ def main():
         f"backend={keras.backend.backend()} dtype={dtype} layers={shape['layers']} "
         f"d_model={shape['d_model']} vocab={shape['vocab']} prompt={prompt} new={new}"
     )
+    jit_compile = not args.torch_eager
+    if keras.backend.backend() == "torch":
+        print(f"ours: model.jit_compile = {jit_compile} (torch.compile of each decode step: "
+              f"{'yes' if jit_compile else 'no, eager'}; compile time excluded, as for every run)")
     rows = []
     for batch in batches:
-        cached, uncached, cache_bytes = ours(shape, batch, prompt, new, dtype)
+        cached, uncached, cache_bytes = ours(shape, batch, prompt, new, dtype,
+                                             jit_compile=jit_compile)
         runs = {"ours-cached": cached}
         caches = {"ours-cached": cache_bytes}
         if args.kv_heads:
             runs["ours-gqa"], _, caches["ours-gqa"] = ours(
-                shape, batch, prompt, new, dtype, num_kv_heads=args.kv_heads
+                shape, batch, prompt, new, dtype, num_kv_heads=args.kv_heads,
+                jit_compile=jit_compile,
             )
         if "uncached" not in args.skip:
             runs["ours-uncached"] = uncached

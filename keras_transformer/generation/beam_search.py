@@ -21,6 +21,7 @@ from keras_transformer.generation.compiled import decode_loop
 from keras_transformer.generation.logits import NEG_INF
 from keras_transformer.generation.logits import forbid
 from keras_transformer.generation.logits import is_stop
+from keras_transformer.generation.settings import column
 
 
 class Hypotheses(NamedTuple):
@@ -133,21 +134,22 @@ def beam_loop(step, prompts, caches, settings):
     # Only the first beam is alive at first, so the K beams start distinct.
     first = ops.cast(ops.arange(k) == 0, "float32")
     alive_scores = ops.broadcast_to((1.0 - first) * NEG_INF, (batch, k))  # (B, K) log p
-    finished = alive  # (B, K, L), placeholders until scored
+    finished = ops.copy(alive)  # (B, K, L), placeholders until scored (a copy: see decode_loop)
     finished_scores = ops.full((batch, k), NEG_INF, dtype="float32")  # (B, K) normalized
     finished_lengths = ops.zeros((batch, k), dtype="int32")
     # The best score an alive beam could still reach: its log p (which only
     # falls) over the largest penalty (the longest output left to it).
     longest = length_penalty(ops.maximum(end - lengths, 1), settings.alpha)  # (B,)
     beam_rows = ops.arange(batch, dtype="int32")[:, None] * k  # (B, 1)
+    last = prompts.last_index()  # once, outside the loop
 
     def cond(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
              done):
-        return ops.logical_and(index < prompts.last_index(), ops.logical_not(ops.all(done)))
+        return ops.logical_and(index < last, ops.logical_not(ops.all(done)))
 
     def body(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
              done):
-        tokens = ops.reshape(ops.slice(alive, (0, 0, index - 1), (batch, k, 1)), (batch * k, 1))
+        tokens = ops.reshape(column(alive, index - 1, axis=2), (batch * k, 1))
         logits, caches = step(tokens, caches, index - 1)  # (B*K, 1, V)
         covered = caches[-1]["coverage"] if settings.beta > 0 else None  # (B*K, S)
         log_probs = ops.log_softmax(forbid(logits[:, -1], settings.forbidden), axis=-1)

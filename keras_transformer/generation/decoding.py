@@ -33,7 +33,9 @@ def compilations(model):
 
     Each `generate` setting (batch, bucketed width, search) compiles once on
     JAX and TensorFlow; new seeds and widths in the same bucket do not. On
-    torch the loop runs eagerly: each setting counts once.
+    torch the loop runs eagerly by default: each setting counts once; with
+    `model.jit_compile = True` each setting counts the `torch.compile` graph
+    of its decode step (once), plus one if it also ran eagerly.
 
     Args:
         model: a `DecoderOnly` or `EncoderDecoder`.

@@ -1,6 +1,5 @@
 """What every decode loop does to the next-token logits: forbid ids, spot stop ids."""
 
-import numpy as np
 from keras import ops
 
 NEG_INF = -1e30
@@ -18,7 +17,8 @@ def forbid(logits, token_ids):
     if not token_ids:
         return logits
     vocab_ids = ops.arange(ops.shape(logits)[-1], dtype="int32")[:, None]  # (V, 1)
-    banned = ops.any(ops.equal(vocab_ids, np.asarray(token_ids, "int32")[None, :]), axis=-1)
+    forbidden = ops.convert_to_tensor(list(token_ids), "int32")  # a list: torch.compile traces it
+    banned = ops.any(ops.equal(vocab_ids, forbidden[None, :]), axis=-1)
     return ops.where(banned[None, :], NEG_INF, logits)
 
 
@@ -26,5 +26,5 @@ def is_stop(tokens, stop_ids):
     """bool tensor of the shape of `tokens`: which are one of `stop_ids`."""
     if not stop_ids:
         return ops.zeros_like(tokens, dtype="bool")
-    stops = ops.convert_to_tensor(np.asarray(stop_ids, "int32"))
+    stops = ops.convert_to_tensor(list(stop_ids), "int32")
     return ops.any(ops.equal(ops.expand_dims(tokens, -1), stops), axis=-1)

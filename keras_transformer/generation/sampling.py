@@ -5,6 +5,7 @@ from keras import ops
 from keras_transformer.generation.compiled import decode_loop
 from keras_transformer.generation.logits import forbid
 from keras_transformer.generation.logits import is_stop
+from keras_transformer.generation.settings import column
 
 
 def sampling_loop(step, prompts, caches, settings, seed):
@@ -22,13 +23,13 @@ def sampling_loop(step, prompts, caches, settings, seed):
         int32 `(B, L)`: prompts and continuations; after a row emits a stop id
         its later positions hold `settings.fill_id`.
     """
-    batch = settings.batch
+    last = prompts.last_index()  # once, outside the loop
 
     def cond(index, ids, caches, done):
-        return ops.logical_and(index < prompts.last_index(), ops.logical_not(ops.all(done)))
+        return ops.logical_and(index < last, ops.logical_not(ops.all(done)))
 
     def body(index, ids, caches, done):
-        token = ops.slice(ids, (0, index - 1), (batch, 1))  # (B, 1)
+        token = column(ids, index - 1, axis=1)  # (B, 1)
         logits, caches = step(token, caches, index - 1)  # (B, 1, V)
         chosen = settings.sampler(forbid(logits[:, -1], settings.forbidden), index, seed)
         given, in_prompt = prompts.at(index)  # (B,) each
@@ -40,6 +41,7 @@ def sampling_loop(step, prompts, caches, settings, seed):
         return index + 1, ids, caches, ops.logical_or(done, stopped)
 
     done = prompts.first_index() >= prompts.end  # (B,) rows with nothing to fill
-    state = (prompts.first_index(), prompts.ids, caches, done)
+    # A copy: the state shares no tensor with `prompts` (see `decode_loop`).
+    state = (prompts.first_index(), ops.copy(prompts.ids), caches, done)
     _, ids, _, _ = decode_loop(cond, body, state)
     return ids

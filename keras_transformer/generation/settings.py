@@ -151,5 +151,26 @@ class Prompts(NamedTuple):
 
     def at(self, index):
         """`(token (B,), inside the prompt (B,))` of every row at position `index`."""
-        batch = ops.shape(self.ids)[0]
-        return ops.slice(self.ids, (0, index), (batch, 1))[:, 0], index < self.lengths
+        return column(self.ids, index, axis=1)[:, 0], index < self.lengths
+
+
+def column(x, index, axis):
+    """`x`'s entries at position `index` along `axis`, which stays (of size 1).
+
+    At a Python int this slices (a view on torch); at a tensor it gathers
+    (`ops.take`), which `torch.compile` traces into the graph, where
+    `ops.slice` at a tensor start would read the start back to the host.
+
+    Example:
+    >>> from keras import ops
+    >>> x = ops.reshape(ops.arange(6), (2, 3))
+    >>> ops.convert_to_numpy(column(x, ops.convert_to_tensor(2), axis=1)).tolist()
+    [[2], [5]]
+    """
+    if isinstance(index, int):
+        starts = [0] * len(x.shape)
+        starts[axis] = index
+        shape = list(ops.shape(x))
+        shape[axis] = 1
+        return ops.slice(x, starts, shape)
+    return ops.take(x, ops.reshape(ops.cast(index, "int32"), (1,)), axis=axis)

@@ -16,20 +16,37 @@ copies the caches once a step when it reorders the beams. Outside inference
 mode, a cache passed to `call_with_cache` is never modified.
 """
 
+import contextlib
 import sys
+import threading
 
 import keras
 from keras import ops
 
 from keras_transformer import masks
 
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def in_place_writes():
+    """Within this context (in this thread), torch caches are written in place."""
+    previous = getattr(_state, "in_place", False)
+    _state.in_place = True
+    try:
+        yield
+    finally:
+        _state.in_place = previous
+
 
 def _write_in_place():
     """Whether a torch decode loop (inference mode) is running, so in place is safe."""
     if keras.backend.backend() != "torch":
         return False
+    if getattr(_state, "in_place", False):
+        return True
     torch = sys.modules["torch"]
-    return torch.is_inference_mode_enabled() and not torch.compiler.is_compiling()
+    return not torch.compiler.is_compiling() and torch.is_inference_mode_enabled()
 
 
 def write(cache, index, keys, values):

@@ -74,7 +74,12 @@ class LearnedPositionEmbedding(keras.layers.Layer):
         length = shape[-2]
         self._check_fits(length, start_index)
         table = ops.convert_to_tensor(self.table)
-        rows = ops.slice(table, (start_index, 0), (length, shape[-1]))  # (T, d)
+        if isinstance(start_index, int):
+            rows = ops.slice(table, (start_index, 0), (length, shape[-1]))  # (T, d)
+        else:  # a gather, which a traced torch step keeps in its graph (ops.slice reads the
+            # start back to the host there)
+            rows = ops.take(table, ops.arange(length, dtype="int32") + ops.cast(start_index, "int32"),
+                            axis=0)
         return ops.broadcast_to(ops.cast(rows, self.compute_dtype), shape)
 
     def compute_output_shape(self, inputs_shape):
