@@ -96,7 +96,8 @@ def coverage_penalty(coverage, beta):
 
 
 def _reorder(tree, rows):
-    """Gathers rows `(B * K, ...)` of every self-attention cache by `rows`.
+    """Gathers rows `(B * K, ...)` of every per-beam cache entry by `rows`: the
+    self-attention caches and the coverage (`"coverage"`).
 
     Cross-attention caches (the `"cross"` entries) hold the source's keys and
     values, the same for every beam of a row: they are left as they are.

@@ -43,13 +43,13 @@ class DecodeSettings:
         sampler: how a token is picked (its seed removed), for sampling.
         beam_size: None for sampling/greedy, else the beam width.
         alpha: GNMT length penalty exponent (beam search).
-        beta: GNMT coverage penalty weight (beam search, encoder-decoder; 0: off).
         num_return: hypotheses returned per row (beam search: the n best).
         stop_ids: ids that end a row; never forbidden.
         forbidden: ids never generated (the padding id, unless it stops).
         fill_id: written after a row has stopped.
         input_length: the padded width of the prompts (decoder-only: what the
             prefill runs over) or of the sources (encoder-decoder).
+        beta: GNMT coverage penalty weight (beam search, encoder-decoder; 0: off).
 
     Example:
     >>> import numpy as np, keras_transformer as kt
@@ -64,12 +64,12 @@ class DecodeSettings:
     sampler: Sampler
     beam_size: Optional[int]
     alpha: float
-    beta: float
     num_return: int
     stop_ids: tuple
     forbidden: tuple
     fill_id: int
     input_length: int
+    beta: float = 0.0
 
 
 def _check_weight(name, value):

@@ -261,7 +261,9 @@ class TransformerBlock(keras.layers.Layer):
         if coverage_mask is not None:
             if not self.has_cross_attention:
                 raise ValueError("`coverage_mask` needs a block with cross_attention=True.")
-            cache["coverage"] = ops.where(coverage_mask, 0.0, 1.0)
+            validation.check_key_mask("coverage_mask", coverage_mask, memory.shape[0],
+                                      memory.shape[1])
+            cache["coverage"] = ops.cast(ops.where(coverage_mask, 0.0, 1.0), "float32")
         return cache
 
     def self_cache_shape(self, batch_size, max_length):

@@ -117,14 +117,15 @@ def coverage_penalties(model, source, start, beta):
     return penalty
 
 
-def reference_beam_search(next_log_probs, max_new, stop_ids, alpha, beam_size, n):
+def reference_beam_search(next_log_probs, max_new, stop_ids, alpha, beam_size, n, bonus=None):
     """The two-set beam search in plain Python over full passes: its `n` best `(score, tokens)`.
 
     Each step keeps the `beam_size * (len(stop_ids) + 1)` best extensions of the
     alive hypotheses; those ending in a stop id (or at `max_new` tokens) join
     the finished list, the `beam_size` best of the rest stay alive. It stops
     once the n-th best finished score beats the best alive log-probability
-    over the largest length penalty.
+    over the largest length penalty. `bonus(outputs)` (e.g. `coverage_penalties`), <= 0,
+    is added to each finished output's score when given.
     """
     penalty = lambda length: ((5 + length) / 6) ** alpha  # noqa: E731
     alive, finished = [((), 0.0)], []
@@ -135,8 +136,9 @@ def reference_beam_search(next_log_probs, max_new, stop_ids, alpha, beam_size, n
                  for t in np.flatnonzero(np.isfinite(row))]
         grown = sorted(grown, key=lambda item: -item[1])[: beam_size * (len(stop_ids) + 1)]
         last = depth == max_new - 1
-        finished += [(total / penalty(len(p)), list(p)) for p, total in grown
-                     if p[-1] in stop_ids or last]
+        ended = [(p, total) for p, total in grown if p[-1] in stop_ids or last]
+        extra = np.zeros(len(ended)) if bonus is None or not ended else bonus([p for p, _ in ended])
+        finished += [(total / penalty(len(p)) + b, list(p)) for (p, total), b in zip(ended, extra)]
         finished = sorted(finished, key=lambda item: -item[0])[:beam_size]
         alive = [(p, total) for p, total in grown if p[-1] not in stop_ids][:beam_size]
         if len(finished) >= n and finished[n - 1][0] >= alive[0][1] / penalty(max_new):

@@ -151,16 +151,19 @@ def test_decoder_only_beam_equals_exhaustive_search_with_prompts_of_two_lengths(
         assert (result.ids[row, :, :length] == prompt).all()  # the prompt is kept
 
 
-@pytest.mark.parametrize("beam_size,stop_ids", [(2, (STOP,)), (3, (STOP, 1))])
-def test_narrow_beams_prune_as_the_plain_reference_does(beam_size, stop_ids):
-    """Beams too narrow to hold every output: pruning, the early stop, several stop ids."""
+@pytest.mark.parametrize("beam_size,stop_ids,beta",
+                         [(2, (STOP,), 0.0), (3, (STOP, 1), 0.0), (2, (STOP,), 1.0)])
+def test_narrow_beams_prune_as_the_plain_reference_does(beam_size, stop_ids, beta):
+    """Beams too narrow to hold every output: pruning, the early stop, several stop ids,
+    the coverage penalty."""
     model = _translator(seed=4, sharpen=2.0)
     sources = np.array([[4, 1, 4, 0], [1, 1, 4, 4], [4, 0, 0, 0], [1, 4, 1, 1]])
     result = model.generate(sources, stop_ids=stop_ids, max_length=5, beam_size=beam_size,
-                            num_return=2)
+                            num_return=2, beta=beta)
     for row, source in enumerate(sources):
         expected = reference_beam_search(
-            encoder_decoder_next(model, source, 2, (0,)), 5, stop_ids, 0.6, beam_size, 2
+            encoder_decoder_next(model, source, 2, (0,)), 5, stop_ids, 0.6, beam_size, 2,
+            bonus=coverage_penalties(model, source, 2, beta) if beta else None,
         )
         ours = _hypotheses(result, row)
         np.testing.assert_allclose([s for s, _ in ours], [s for s, _ in expected],

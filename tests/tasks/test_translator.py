@@ -59,7 +59,7 @@ def test_greedy_translation_is_the_models_greedy_output_with_the_layout_kept(tra
     ids = translator.model.generate(source, beam_size=None)[0].tolist()
     ids = ids[:ids.index(config.end_id)] if config.end_id in ids else ids
     expected = translator.detokenize([[t for t in ids if t != config.pad_id]])[0]
-    ((decoded, score),) = translator._decode([source[0].tolist()], None, 0.6, 1)[0]
+    ((decoded, score),) = translator._decode([source[0].tolist()], dict(beam_size=None), 1)[0]
     assert decoded == expected and np.isnan(score)
     (found,) = translator.translations([text], beam_size=None)
     assert len(found) == 1 and np.isnan(found[0].score)  # also when kept or repaired
@@ -186,7 +186,7 @@ def test_hostile_model_output_is_repaired_or_refused_never_passed_as_good(transl
         seen.extend(texts)
         return [[len(seen) - len(texts) + i] for i in range(len(texts))]
 
-    def decode(sources, beam_size, alpha, batch_size):
+    def decode(sources, search, batch_size):
         return [hostile[seen[ids[0]]] for ids in sources]
 
     translator.tokenize, translator._decode = tokenize, decode
