@@ -10,9 +10,9 @@ class Translation:
     Args:
         text: the translation.
         score: the search's score (summed over the text's segments): the
-            log-probability divided by the GNMT length penalty with beam
-            search (higher is better); NaN with greedy search, which does
-            not score.
+            log-probability divided by the GNMT length penalty, plus the
+            coverage penalty when `beta > 0`, with beam search (higher is
+            better); NaN with greedy search, which does not score.
         notes: why a person should review it before it counts as good, e.g.
             `"placeholders repaired"`; empty when nothing was changed after
             decoding.
