@@ -4,6 +4,7 @@ Each check raises `ValueError` naming the argument, the value received and what
 is allowed, so a bad toggle fails at construction with a readable message.
 """
 
+import math
 import numbers
 import sys
 
@@ -50,6 +51,17 @@ def check_positive_float(name, value):
     """`value` must be a float > 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value <= 0:
         raise ValueError(f"`{name}` must be a number > 0; received {value!r}.")
+    return float(value)
+
+
+def check_non_negative_float(name, value):
+    """`value` must be a finite float >= 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0 <= value < math.inf
+    ):
+        raise ValueError(f"`{name}` must be a finite number >= 0; received {value!r}.")
     return float(value)
 
 

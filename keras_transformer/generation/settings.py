@@ -1,8 +1,6 @@
 """One frozen object saying how a `generate` call decodes: also its compile key."""
 
 import dataclasses
-import math
-import numbers
 from typing import NamedTuple
 from typing import Optional
 
@@ -72,16 +70,6 @@ class DecodeSettings:
     beta: float = 0.0
 
 
-def _check_weight(name, value):
-    """A search weight (`alpha`, `beta`): a finite real number >= 0."""
-    if (
-        isinstance(value, bool) or not isinstance(value, numbers.Real)
-        or not 0 <= value < math.inf
-    ):
-        raise ValueError(f"`{name}` must be a finite number >= 0; received {value!r}.")
-    return float(value)
-
-
 def check_search(sampler, beam_size, alpha, num_return, beta=0.0):
     """Validates the search arguments of `generate`; returns `num_return` (default 1)."""
     if not isinstance(sampler, Sampler):
@@ -90,8 +78,8 @@ def check_search(sampler, beam_size, alpha, num_return, beta=0.0):
             f"received {sampler!r}."
         )
     validation.check_int("beam_size", beam_size, allow_none=True)
-    _check_weight("alpha", alpha)
-    if _check_weight("beta", beta) > 0 and beam_size is None:
+    validation.check_non_negative_float("alpha", alpha)
+    if validation.check_non_negative_float("beta", beta) > 0 and beam_size is None:
         raise ValueError(
             f"`beta` (the coverage penalty) ranks beam search's hypotheses: it needs a "
             f"beam_size; received beta={beta} with beam_size=None."

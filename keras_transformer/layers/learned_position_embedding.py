@@ -78,8 +78,8 @@ class LearnedPositionEmbedding(keras.layers.Layer):
             rows = ops.slice(table, (start_index, 0), (length, shape[-1]))  # (T, d)
         else:  # a gather, which a traced torch step keeps in its graph (ops.slice reads the
             # start back to the host there)
-            rows = ops.take(table, ops.arange(length, dtype="int32") + ops.cast(start_index, "int32"),
-                            axis=0)
+            positions = ops.arange(length, dtype="int32") + ops.cast(start_index, "int32")
+            rows = ops.take(table, positions, axis=0)  # (T, d)
         return ops.broadcast_to(ops.cast(rows, self.compute_dtype), shape)
 
     def compute_output_shape(self, inputs_shape):
