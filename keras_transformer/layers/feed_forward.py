@@ -5,6 +5,7 @@ import functools
 import keras
 
 from keras_transformer import validation
+from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.sublayer_call import invoke
 
 # "gelu" is GPT-2's tanh approximation; "gelu_exact" is the erf form.
@@ -37,7 +38,11 @@ class FeedForward(keras.layers.Layer):
             gated kinds use their own gate activation.
         kind: `"mlp"`, `"swiglu"` or `"geglu"`.
         use_bias: whether the matrices have biases.
-        kernel_initializer: initializer of every kernel.
+        kernel_initializer: initializer of the `inner` and `gate` kernels
+            (each draws its own values: `clone_initializer`).
+        output_kernel_initializer: initializer of the `outer` kernel, which
+            writes into the residual stream (GPT-2 scales it down with
+            depth); None: `kernel_initializer`.
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -61,6 +66,7 @@ class FeedForward(keras.layers.Layer):
         kind="mlp",
         use_bias=True,
         kernel_initializer="glorot_uniform",
+        output_kernel_initializer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -71,21 +77,27 @@ class FeedForward(keras.layers.Layer):
         )
         self.use_bias = bool(use_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.output_kernel_initializer = keras.initializers.get(
+            output_kernel_initializer or self.kernel_initializer
+        )
+
+    def _dense(self, units, name, initializer):
+        return keras.layers.Dense(
+            units,
+            use_bias=self.use_bias,
+            kernel_initializer=clone_initializer(initializer, name),
+            dtype=self.dtype_policy,
+            name=name,
+        )
 
     def build(self, inputs_shape):
         d_model = inputs_shape[-1]
-        dense = functools.partial(
-            keras.layers.Dense,
-            use_bias=self.use_bias,
-            kernel_initializer=self.kernel_initializer,
-            dtype=self.dtype_policy,
-        )
-        self.inner = dense(self.d_ff, name="inner")
+        self.inner = self._dense(self.d_ff, "inner", self.kernel_initializer)
         self.inner.build(inputs_shape)
         if self.kind != "mlp":
-            self.gate = dense(self.d_ff, name="gate")
+            self.gate = self._dense(self.d_ff, "gate", self.kernel_initializer)
             self.gate.build(inputs_shape)
-        self.outer = dense(d_model, name="outer")
+        self.outer = self._dense(d_model, "outer", self.output_kernel_initializer)
         self.outer.build(tuple(inputs_shape[:-1]) + (self.d_ff,))
         self.built = True
 
@@ -108,5 +120,8 @@ class FeedForward(keras.layers.Layer):
             activation=self.activation,
             use_bias=self.use_bias,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            output_kernel_initializer=keras.initializers.serialize(
+                self.output_kernel_initializer
+            ),
         )
         return config

@@ -9,6 +9,7 @@ from keras_transformer import masks
 from keras_transformer import validation
 from keras_transformer.layers import alibi
 from keras_transformer.layers import banded_attention
+from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers import key_value_cache
 from keras_transformer.layers import rotary_embedding
 from keras_transformer.layers import scaled_dot_product
@@ -70,7 +71,11 @@ class MultiHeadAttention(keras.layers.Layer):
         qk_norm: None, or the norm (`"layer"` or `"rms"`) applied to each
             query and key head before their product.
         norm_epsilon: epsilon of the `qk_norm` norms.
-        kernel_initializer: initializer of the projection kernels.
+        kernel_initializer: initializer of the projection kernels (each
+            draws its own values: `clone_initializer`).
+        output_kernel_initializer: initializer of the `output` kernel, which
+            writes into the residual stream (GPT-2 scales it down with
+            depth); None: `kernel_initializer`.
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -124,6 +129,7 @@ class MultiHeadAttention(keras.layers.Layer):
         qk_norm=None,
         norm_epsilon=1e-5,
         kernel_initializer="glorot_uniform",
+        output_kernel_initializer=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -154,12 +160,15 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = validation.check_rate("dropout", dropout)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.output_kernel_initializer = keras.initializers.get(
+            output_kernel_initializer or self.kernel_initializer
+        )
 
-    def _dense(self, units, name):
+    def _dense(self, units, name, initializer=None):
         return keras.layers.Dense(
             units,
             use_bias=self.use_bias,
-            kernel_initializer=self.kernel_initializer,
+            kernel_initializer=clone_initializer(initializer or self.kernel_initializer, name),
             dtype=self.dtype_policy,
             name=name,
         )
@@ -189,7 +198,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 self.qk_norm, self.norm_epsilon, self.dtype_policy, "key_norm"
             )
             self.key_norm.build(heads_shape)
-        self.output_projection = self._dense(d_model, "output")
+        self.output_projection = self._dense(d_model, "output", self.output_kernel_initializer)
         self.output_projection.build(query_shape)
         self.probability_dropout = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="probability_dropout"
@@ -447,5 +456,8 @@ class MultiHeadAttention(keras.layers.Layer):
             qk_norm=self.qk_norm,
             norm_epsilon=self.norm_epsilon,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            output_kernel_initializer=keras.initializers.serialize(
+                self.output_kernel_initializer
+            ),
         )
         return config

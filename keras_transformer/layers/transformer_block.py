@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_transformer import validation
 from keras_transformer.layers.block_config import BlockConfig
+from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 from keras_transformer.layers.normalization import make_norm
@@ -43,7 +44,12 @@ class TransformerBlock(keras.layers.Layer):
             `"banded"` (GPT-3's local layers, with `window`).
         window: band width when `self_attention="banded"`.
         cross_attention: whether the block reads an encoder output (`memory`).
-        kernel_initializer: initializer of every projection kernel.
+        kernel_initializer: initializer of the projection kernels; every
+            sublayer draws its own values (`clone_initializer`).
+        output_kernel_initializer: initializer of the kernels that write
+            into the residual stream (attention `output`, feed-forward
+            `outer`; GPT-2 scales them by `1/sqrt(2 num_layers)`); None:
+            `kernel_initializer`.
         **kwargs: `BlockConfig` fields (`num_heads`, `d_ff`, `ln_position`,
             `norm`, `feed_forward`, `position`, `num_kv_heads`, ...) and base
             `keras.layers.Layer` arguments.
@@ -86,6 +92,7 @@ class TransformerBlock(keras.layers.Layer):
         window=None,
         cross_attention=False,
         kernel_initializer="glorot_uniform",
+        output_kernel_initializer=None,
         **kwargs,
     ):
         fields = {name: kwargs.pop(name) for name in list(kwargs) if name in _BLOCK_FIELDS}
@@ -107,21 +114,25 @@ class TransformerBlock(keras.layers.Layer):
         self.window = window
         self.has_cross_attention = bool(cross_attention)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.output_kernel_initializer = keras.initializers.get(
+            output_kernel_initializer or self.kernel_initializer
+        )
         # Sub-layers are created here so that a bad `window` fails at once.
-        common = dict(kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy)
         self.self_attention = MultiHeadAttention(
             mode=self_attention, window=window, name="self_attention",
-            **config.attention_arguments(), **common,
+            **config.attention_arguments(), **self._sublayer_arguments("self_attention"),
         )
         self.self_attention_norm = self._norm("self_attention_norm")
         if self.has_cross_attention:
             self.cross_attention = MultiHeadAttention(
                 mode="cross", name="cross_attention",
-                **config.attention_arguments(cross=True), **common,
+                **config.attention_arguments(cross=True),
+                **self._sublayer_arguments("cross_attention"),
             )
             self.cross_attention_norm = self._norm("cross_attention_norm")
         self.feed_forward = FeedForward(
-            name="feed_forward", **config.feed_forward_arguments(), **common
+            name="feed_forward", **config.feed_forward_arguments(),
+            **self._sublayer_arguments("feed_forward"),
         )
         self.feed_forward_norm = self._norm("feed_forward_norm")
         self.residual_dropout = keras.layers.Dropout(
@@ -131,6 +142,16 @@ class TransformerBlock(keras.layers.Layer):
     @property
     def ln_position(self):
         return self.config.ln_position
+
+    def _sublayer_arguments(self, name):
+        """Initializers (the sublayer's own copies) and dtype of sublayer `name`."""
+        return dict(
+            kernel_initializer=clone_initializer(self.kernel_initializer, name),
+            output_kernel_initializer=clone_initializer(
+                self.output_kernel_initializer, f"{name}/output"
+            ),
+            dtype=self.dtype_policy,
+        )
 
     def _norm(self, name):
         return make_norm(self.config.norm, self.config.layer_norm_epsilon, self.dtype_policy, name)
@@ -292,5 +313,8 @@ class TransformerBlock(keras.layers.Layer):
             window=self.window,
             cross_attention=self.has_cross_attention,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
+            output_kernel_initializer=keras.initializers.serialize(
+                self.output_kernel_initializer
+            ),
         )
         return config

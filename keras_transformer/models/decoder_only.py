@@ -8,6 +8,7 @@ from keras import ops
 from keras_transformer import masks
 from keras_transformer import validation
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.models.initialization import gpt2_initialization
 from keras_transformer.training.recipes import gpt_recipe
 from keras_transformer.models.transformer_model import TransformerModel
 from keras_transformer.models.transformer_model import constructor_arguments
@@ -120,8 +121,8 @@ class DecoderOnly(TransformerModel):
         validation.check_int("num_layers", num_layers)
         return TransformerConfig(num_decoder_layers=num_layers, num_encoder_layers=0, **arguments)
 
-    def kernel_initializer(self):
-        return keras.initializers.RandomNormal(stddev=0.02)  # GPT-2's init
+    def initialization(self):
+        return gpt2_initialization(self.config.num_decoder_layers)
 
     def training_recipe(self):
         return gpt_recipe(self.config)

@@ -9,6 +9,7 @@ from keras_transformer.special_tokens import END_ID
 from keras_transformer.special_tokens import PAD_ID
 from keras_transformer.special_tokens import START_ID
 from keras_transformer.models.config import TransformerConfig
+from keras_transformer.models.initialization import paper_initialization
 from keras_transformer.training.recipes import paper_recipe
 from keras_transformer.models.transformer_model import TransformerModel
 from keras_transformer.models.transformer_model import constructor_arguments
@@ -136,9 +137,8 @@ class EncoderDecoder(TransformerModel):
             **arguments,
         )
 
-    def embedding_initializer(self):
-        # Unit variance after the sqrt(d_model) scaling (tensor2tensor, fairseq).
-        return keras.initializers.RandomNormal(stddev=self.config.d_model**-0.5)
+    def initialization(self):
+        return paper_initialization(self.config.d_model)
 
     def training_recipe(self):
         return paper_recipe(self.config)

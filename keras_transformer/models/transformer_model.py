@@ -4,6 +4,7 @@ import inspect
 
 import keras
 
+from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
 from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
@@ -47,18 +48,19 @@ class TransformerModel(keras.Model):
         self._arguments = arguments
         self.config = self.make_config(**arguments)
         c = self.config
+        self._init_rule = self.initialization()
         self.token_embedding = TokenEmbedding(
             c.vocab_size,
             c.d_model,
             scale=c.scale_embeddings,
-            initializer=self.embedding_initializer(),
+            initializer=clone_initializer(self._init_rule.token_embedding, "token_embedding"),
             dtype=self.dtype_policy,
             name="token_embedding",
         )
         if c.position == "learned":
             self.position_embedding = LearnedPositionEmbedding(
                 c.max_length,
-                initializer=keras.initializers.RandomNormal(stddev=0.01),
+                initializer=clone_initializer(self._init_rule.position_table, "position_embedding"),
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )
@@ -75,7 +77,9 @@ class TransformerModel(keras.Model):
             self.output_projection = keras.layers.Dense(
                 c.vocab_size,
                 use_bias=False,
-                kernel_initializer=self.kernel_initializer(),
+                kernel_initializer=clone_initializer(
+                    self._init_rule.token_embedding, "output_projection"
+                ),
                 dtype=self.dtype_policy,
                 name="output_projection",
             )
@@ -85,11 +89,9 @@ class TransformerModel(keras.Model):
     def make_config(**arguments):
         raise NotImplementedError
 
-    def kernel_initializer(self):
-        return keras.initializers.GlorotUniform()
-
-    def embedding_initializer(self):
-        return keras.initializers.RandomNormal(stddev=0.02)
+    def initialization(self):
+        """This family's `Initialization` (`keras_transformer.models.initialization`)."""
+        raise NotImplementedError
 
     # --- construction helpers -------------------------------------------------
     def _block(self, name, self_attention="bidirectional", cross_attention=False):
@@ -98,7 +100,10 @@ class TransformerModel(keras.Model):
             self_attention=self_attention,
             window=self.config.attention_window if self_attention == "banded" else None,
             cross_attention=cross_attention,
-            kernel_initializer=self.kernel_initializer(),
+            kernel_initializer=clone_initializer(self._init_rule.kernel, name),
+            output_kernel_initializer=clone_initializer(
+                self._init_rule.output_kernel, f"{name}/output"
+            ),
             dtype=self.dtype_policy,
             name=name,
         )
