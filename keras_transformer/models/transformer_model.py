@@ -16,6 +16,10 @@ from keras_transformer.training.schedule_from_fit import ScheduleFromFit
 from keras_transformer.training.schedule_from_fit import sizable_schedule
 
 
+MODEL_ARGUMENTS = ("name", "dtype")
+"""`keras.Model` arguments that `from_preset` passes on beside the preset's."""
+
+
 def constructor_arguments(local_variables):
     """A subclass constructor's own arguments, from its `locals()`: what get_config returns."""
     return {
@@ -264,49 +268,54 @@ class TransformerModel(keras.Model):
 
     # --- presets and serialization -------------------------------------------
     @classmethod
-    def preset_config(cls, name, **overrides):
+    def preset_config(cls, preset, **overrides):
         """The `TransformerConfig` of a preset, without building it (for counts).
 
         Args:
-            name: a preset of this family (see `keras_transformer.models.PRESETS`).
+            preset: a preset of this family (see `keras_transformer.models.PRESETS`).
             **overrides: constructor arguments that replace the preset's.
         """
-        return cls.make_config(**cls._preset_arguments(name, overrides))
+        arguments, _ = cls._preset_arguments(preset, overrides)  # name/dtype: not config
+        return cls.make_config(**arguments)
 
     @classmethod
-    def from_preset(cls, name, **overrides):
-        """Builds preset `name`; any constructor argument can be overridden.
+    def from_preset(cls, preset, **overrides):
+        """Builds `preset`; any constructor argument can be overridden.
 
         Args:
-            name: a preset of this family (see `keras_transformer.models.PRESETS`).
-            **overrides: constructor arguments that replace the preset's.
+            preset: a preset of this family (see `keras_transformer.models.PRESETS`).
+            **overrides: constructor arguments that replace the preset's, and
+                the base `keras.Model` arguments `name` and `dtype`.
 
         Example:
         >>> import keras_transformer as kt
-        >>> model = kt.DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
-        >>> model.config.dropout
-        0.0
+        >>> model = kt.DecoderOnly.from_preset("gpt2_tiny", dropout=0.0, dtype="bfloat16")
+        >>> model.config.dropout, model.dtype_policy.name
+        (0.0, 'bfloat16')
         """
-        return cls(**cls._preset_arguments(name, overrides))
+        arguments, model_arguments = cls._preset_arguments(preset, overrides)
+        return cls(**arguments, **model_arguments)
 
     @classmethod
-    def _preset_arguments(cls, name, overrides):
-        family, arguments = presets.get_preset(name)
+    def _preset_arguments(cls, preset, overrides):
+        family, arguments = presets.get_preset(preset)
         if family != cls.__name__:
             raise ValueError(
-                f"Preset {name!r} is a {family} preset; use "
-                f"keras_transformer.models.{family}.from_preset({name!r})."
+                f"Preset {preset!r} is a {family} preset; use "
+                f"keras_transformer.models.{family}.from_preset({preset!r})."
             )
         allowed = [
             p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "kwargs")
-        ]
+        ] + list(MODEL_ARGUMENTS)
         unknown = sorted(set(overrides) - set(allowed))
         if unknown:
             raise ValueError(
-                f"Unknown override(s) {unknown} for preset {name!r}; "
+                f"Unknown override(s) {unknown} for preset {preset!r}; "
                 f"{cls.__name__} takes: {', '.join(allowed)}."
             )
-        return presets.override(arguments, overrides)
+        model_arguments = {k: overrides[k] for k in MODEL_ARGUMENTS if k in overrides}
+        overrides = {k: v for k, v in overrides.items() if k not in MODEL_ARGUMENTS}
+        return presets.override(arguments, overrides), model_arguments
 
     def get_config(self):
         config = {

@@ -298,3 +298,15 @@ def test_gpt_presets_stop_on_end_of_text_only_with_gpt2s_vocabulary():
     assert kt.DecoderOnly.preset_config("gpt2_small", vocab_size=1000).end_id is None
     assert kt.DecoderOnly.preset_config("gpt2_small", vocab_size=1000, end_id=7).end_id == 7
     assert kt.DecoderOnly.preset_config("gpt2_tiny").end_id is None
+
+
+@pytest.mark.parametrize("name", ["gpt2_tiny", "transformer_tiny"])
+def test_from_preset_takes_the_models_dtype_and_name(name):
+    model = _family(name).from_preset(name, dtype="mixed_bfloat16", name="mine", dropout=0.0)
+    assert model.name == "mine" and model.dtype_policy.name == "mixed_bfloat16"
+    assert model.config.dropout == 0.0
+    assert {v.dtype for v in model.weights} == {"float32"}
+    # the config is the preset's: dtype and name are the model's, not config fields
+    assert _family(name).preset_config(name, dtype="bfloat16") == _family(name).preset_config(name)
+    with pytest.raises(ValueError, match="dtype"):
+        _family(name).from_preset(name, dtypes="bfloat16")
