@@ -31,6 +31,7 @@ GPT-2 small trains one step at batch 1 (dropout 0 and 0.1), ours and keras-hub's
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -156,6 +157,8 @@ def compiled_runner(runner, shape, length, dropout, rows, precision, jit="auto",
 
 
 def run_keras(args, shape):
+    import keras
+
     model, count, inputs, labels = compiled_runner(
         args.runner, shape, args.length, args.dropout, args.batch * (args.warmup + args.steps),
         args.precision, args.jit, padding_masks=not args.no_padding_masks,
@@ -168,7 +171,23 @@ def run_keras(args, shape):
                             shuffle=False)
         return history.history["loss"][-1]  # a Python float: the device has finished
 
-    result = measure(args, fit, count)
+    def first_batch_loss():
+        """The compiled loss of an eager inference call: nothing more to compile."""
+        x = {k: v[:args.batch] for k, v in inputs.items()} if isinstance(inputs, dict) else (
+            inputs[:args.batch])
+        if keras.backend.backend() == "torch":
+            import torch
+
+            no_grad = torch.no_grad()
+        else:
+            no_grad = contextlib.nullcontext()
+        with no_grad:
+            logits = model(x, training=False)
+            loss = model.compute_loss(x=x, y=labels[:args.batch], y_pred=logits,
+                                      training=False)
+        return float(keras.ops.convert_to_numpy(loss))
+
+    result = measure(args, fit, count, first_batch_loss)
     return dict(result, jit=str(model.jit_compile))
 
 
@@ -180,13 +199,22 @@ def run_torch(args, shape):
         shape, data, args.batch, compile_model=args.jit != "0", dropout=args.dropout,
         bf16=args.precision == "mixed_bfloat16",
     )
-    result = measure(args, run, count)
+    result = measure(args, run, count, lambda: run.loss(0))
     return dict(result, jit=str(args.jit != "0"))
 
 
-def measure(args, train, weights):
+def measure(args, train, weights, first_batch_loss=None):
     """Times `train(first_batch, number_of_steps) -> loss`: the `--warmup` steps that
-    compile, then the fastest of `--repeats` fits of `--steps` steps (less noise)."""
+    compile, then the fastest of `--repeats` fits of `--steps` steps (less noise).
+
+    With `first_batch_loss() -> loss` (the first batch's, in inference mode: no
+    dropout, no update), the result's `first_batch_loss` holds it before any step and
+    after the timed fits, both untimed. The labels are random, so the loss of a
+    batch not trained on stays at log V however well a runner trains; the first
+    batch was trained on (the first warmup step), and a runner whose steps update
+    nothing gives the same figure twice.
+    """
+    before = first_batch_loss() if first_batch_loss and args.steps else None
     start = time.perf_counter()
     train(0, args.warmup)
     result = dict(weights=weights, compile_s=time.perf_counter() - start)
@@ -197,6 +225,8 @@ def measure(args, train, weights):
         start = time.perf_counter()
         result["loss"] = train(args.warmup, args.steps)
         result["step_s"] = min(result["step_s"], (time.perf_counter() - start) / args.steps)
+    if before is not None:
+        result["first_batch_loss"] = [float(before), float(first_batch_loss())]
     return result
 
 

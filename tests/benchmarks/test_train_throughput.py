@@ -109,9 +109,18 @@ def test_tiny_run_trains_every_runner_and_prints_the_ratios(tmp_path):
     expected = {(runner, workload) for workload in ("gpt2", "transformer")
                 for runner in ["ours"] + peers.split(",")}
     assert runners == expected
+    uniform = math.log(1000)  # V = 1000
     for result in results:
         assert result["ok"] and result["tokens_per_s"] > 0, result
-        assert 0 < result["loss"] < 100, result
+        assert math.isfinite(result["loss"]), result
+        # Every runner trains: its first batch (random labels, trained on once, then 4
+        # other batches) lost 1.5-13% of its loss (measured: ours 2.8% on gpt2, 3.4% on
+        # the Transformer; keras-hub 1.5% and 1.7%; plain PyTorch 1.6% and 13%), which
+        # a runner whose steps update nothing would give back unchanged (inference mode).
+        before, after = result["first_batch_loss"]
+        assert after < 0.995 * before, result
+        if result["workload"] == "gpt2":  # an untrained GPT-2 predicts about uniformly
+            assert before == pytest.approx(uniform, rel=0.02), result
     # Every runner trains the same architecture: the same weight count, worked
     # out by hand (V=1000, d=64, 2 blocks, d_ff=256, 64 positions; torch's
     # nn.Transformer adds a final LayerNorm to its encoder and decoder).

@@ -27,29 +27,79 @@ def load_example(name):
     return module
 
 
+def smoke_splits(language="de"):
+    """The splits `translate.py --smoke` trains and evaluates on, and its held-out catalogs."""
+    splits, held_out = kt.data.gettext_splits(language)
+    return {name: items[:400 if name == "train" else 40] for name, items in splits.items()}, \
+        held_out
+
+
 @pytest.mark.slow  # a script in a subprocess: once is enough (its library is tested everywhere)
-def test_translate_smoke_writes_translator_template_heatmap_and_scores(tmp_path):
+def test_translate_smoke_writes_translator_template_heatmap_and_scores(tmp_path, capsys):
+    import sacrebleu
+
+    from keras_transformer.messages.fidelity import fidelity
+    from keras_transformer.messages.training_pairs import translation_pairs
+
     results = load_example("translate").main(["--smoke", "--output", str(tmp_path)])
+    printed = capsys.readouterr().out
     for name in ("translator.keras", "tokenizer.spm", "cross_attention.png", "results.json"):
         assert (tmp_path / name).stat().st_size > 0
+    # results.json holds what main returned, every figure of it.
     saved = json.loads((tmp_path / "results.json").read_text())
-    for split in ("test", "new_programs"):
-        figures = results[split]
-        assert saved[split]["bleu"] == figures["bleu"]
-        assert 0 <= figures["bleu"] <= 100 and 0 < figures["copy_bleu"] <= 100
-        assert figures["pairs"] > 0
-        # Whatever a smoke-trained model writes, placeholders and outer white space survive.
-        assert figures["placeholder_messages"] > 0 and figures["whitespace_messages"] > 0
-        assert figures["placeholders_kept"]["ours"] == 1.0
-        assert figures["whitespace_kept"]["ours"] == 1.0
-    assert results["steps"] > 0
+    assert saved == json.loads(json.dumps(results, default=str))
+
+    # The counts are those of the data: the smoke run's slices of the gettext splits,
+    # every piece of the training messages, every batch of both epochs.
+    splits, held_out = smoke_splits()
+    assert results["pairs"] == {name: len(items) for name, items in splits.items()}
+    train_pairs = translation_pairs(splits["train"])
+    assert results["training_pieces"] == len(train_pairs)
     translator = keras.saving.load_model(str(tmp_path / "translator.keras"), safe_mode=True)
     assert isinstance(translator, kt.Translator) and translator.target_language == "de"
+    batches = kt.data.TranslationBatches(train_pairs, translator.tokenizer, tokens_per_batch=256,
+                                         max_length=32, bucket_width=16, seed=0)
+    assert results["epochs"] == 2 and results["steps"] == 2 * len(batches) > 0
+
+    # Every figure is what sacreBLEU and the fidelity counts give for the saved
+    # translator's own translations (beam 2, batch 16, as the smoke run decodes) of
+    # the split's messages within 32 tokens, against their references. The smoke model
+    # is too small to beat copying the source, so the two BLEUs are not compared.
+    for split in ("test", "new_programs"):
+        figures = results[split]
+        pairs = splits[split]
+        lengths = zip(translator.tokenize([s for s, _ in pairs]),
+                      translator.tokenize([t for _, t in pairs]))
+        kept = [pair for pair, (s_ids, t_ids) in zip(pairs, lengths)
+                if max(len(s_ids), len(t_ids)) < 32]
+        sources, references = [s for s, _ in kept], [t for _, t in kept]
+        assert figures["pairs"] == len(kept) > 0
+        hypotheses = translator.translate(sources, beam_size=2, batch_size=16)
+        assert len(hypotheses) == len(sources)
+        assert figures["bleu"] == sacrebleu.corpus_bleu(hypotheses, [references]).score
+        assert figures["copy_bleu"] == sacrebleu.corpus_bleu(sources, [references]).score > 0
+        ours, theirs = fidelity(sources, hypotheses), fidelity(sources, references)
+        assert figures["placeholder_messages"] == ours.placeholder_messages > 0
+        assert figures["whitespace_messages"] == ours.whitespace_messages > 0
+        assert figures["placeholders_kept"] == dict(ours=ours.placeholder_rate,
+                                                    references=theirs.placeholder_rate)
+        assert figures["whitespace_kept"] == dict(ours=ours.whitespace_rate,
+                                                  references=theirs.whitespace_rate)
+        # Whatever a smoke-trained model writes, placeholders and outer white space survive.
+        assert figures["placeholders_kept"]["ours"] == 1.0
+        assert figures["whitespace_kept"]["ours"] == 1.0
+        # ... and the report printed says the same.
+        assert f"  sacreBLEU, model:                  {figures['bleu']:6.2f}" in printed
+        assert f"  sacreBLEU, copying the source:     {figures['copy_bleu']:6.2f}" in printed
+    assert printed.count("sacreBLEU, model:") == 2
+
     text = translator.translate("  Cannot open %s\n", beam_size=2)
     assert text.startswith("  ") and text.endswith("\n") and "%s" in text
 
     # The held-out program's empty catalog, filled by the command line, compiles.
     template = results["template"]
+    assert os.path.basename(template) in {kt.data.catalog_domain(path) + ".pot"
+                                          for path in held_out}
     output = str(tmp_path / "filled.po")
     assert cli.main(["translate-po", template, "--model", str(tmp_path / "translator.keras"),
                      "-o", output, "--beam-size", "2"]) == 0

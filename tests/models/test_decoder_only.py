@@ -320,23 +320,36 @@ def test_predict_refuses_a_too_long_sequence_after_tracing_another_length():
 
 
 def test_fit_learns_to_repeat_the_first_half(rng):
-    half = 6
-    first = real_ids(rng, (64, half), low=1)
-    sequences = np.concatenate([first, first], axis=1)  # (64, 12)
+    """Learned, not memorized: the copy carries over to sequences never trained on.
+
+    On a few dozen sequences the model would memorize each one (64 sequences for 30
+    epochs: all of them right, 7% of new ones); on 1,024 it learns to look back
+    `half` positions, which a model whose attention cannot reach earlier positions
+    cannot do (each position attending to itself only: the loss stays near log 127).
+    """
+    half, train = 6, 1024
+    first = real_ids(rng, (train + 256, half), low=1)
+    sequences = np.concatenate([first, first], axis=1)  # (train + 256, 12)
     x, y = sequences[:, :-1], sequences[:, 1:]
     model = tiny()
     model.compile(
         optimizer=keras.optimizers.Adam(1e-2),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    history = model.fit(x, y, batch_size=32, epochs=3, verbose=0)
+    # 192 steps: a few seconds after compilation on any backend, where 99.6-99.9%
+    # of held-out copied tokens come out right (measured under TensorFlow, JAX and
+    # PyTorch; 45-53% after 64 steps).
+    history = model.fit(x[:train], y[:train], batch_size=32, epochs=6, verbose=0)
     losses = history.history["loss"]
     assert np.all(np.isfinite(losses))
-    assert losses[-1] < losses[0], losses
-    # The model trained is the one called: its logits now prefer the copied token
-    # more often than chance (1 / 63) on the second half.
-    predicted = np.argmax(logits(model, x), axis=-1)
-    assert np.mean(predicted[:, half:] == y[:, half:]) > 2 / VOCAB
+    # The first half is random: its tokens cost log(127) = 4.8 each, whatever is learned.
+    assert losses[-1] < losses[0] - 1.0, losses
+    # The model trained is the one called, and it learned the task: on the second
+    # half of sequences it never saw it predicts the copied token almost everywhere
+    # (chance: 1 / 127).
+    predicted = np.argmax(logits(model, x[train:]), axis=-1)
+    accuracy = np.mean(predicted[:, half:] == y[train:, half:])
+    assert accuracy > 0.9, accuracy
 
 
 # --- mixed precision ------------------------------------------------------------

@@ -355,22 +355,34 @@ def test_bad_inputs_structure_raises(make_inputs, words, rng):
 
 
 def test_fit_learns_a_copy_task(rng):
-    start = 1
-    source = real_ids(rng, (64, SOURCE), low=2)
-    decoder_input = np.concatenate([np.full((64, 1), start, "int32"), source[:, :-1]], axis=1)
+    """Learned, not memorized: the copy carries over to sources never trained on.
+
+    On a few dozen sources the model would memorize each one (64 sources for 30
+    epochs: 99.6% right, 5% of new ones); on 2,048 it learns to read the source
+    position it writes, through cross-attention.
+    """
+    start, train = 1, 2048
+    source = real_ids(rng, (train + 256, SOURCE), low=2)
+    decoder_input = np.concatenate(
+        [np.full((len(source), 1), start, "int32"), source[:, :-1]], axis=1)
     model = tiny()
     model.compile(
         optimizer=keras.optimizers.Adam(1e-2),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    inputs = {"source": source, "target": decoder_input}
-    history = model.fit(inputs, source, batch_size=32, epochs=3, verbose=0)
+    inputs = {"source": source[:train], "target": decoder_input[:train]}
+    # 256 steps: seconds after compilation on any backend, where 97-98% of held-out
+    # tokens come out right (measured under TensorFlow, JAX and PyTorch; about 55%
+    # after half as many).
+    history = model.fit(inputs, source[:train], batch_size=64, epochs=8, verbose=0)
     losses = history.history["loss"]
     assert np.all(np.isfinite(losses))
-    assert losses[-1] < losses[0], losses
-    # Trained in place: teacher-forced predictions beat chance (1 / 126).
-    predicted = np.argmax(logits(model, source, decoder_input), axis=-1)
-    assert np.mean(predicted == source) > 2 / VOCAB
+    assert losses[-1] < 0.25 * losses[0], losses
+    # Trained in place, and the task learned: teacher-forced predictions on sources
+    # never trained on copy them almost everywhere (chance: 1 / 126).
+    predicted = np.argmax(logits(model, source[train:], decoder_input[train:]), axis=-1)
+    accuracy = np.mean(predicted == source[train:])
+    assert accuracy > 0.9, accuracy
 
 
 # --- mixed precision ------------------------------------------------------------
