@@ -187,7 +187,7 @@ def test_each_row_decodes_as_it_would_alone(beta):
 
 
 def test_finished_hypotheses_are_filled_after_their_stop():
-    model = _translator(seed=0)
+    model = _translator(seed=6)  # a model on which 4-5 of the 8 beams stop early, every backend
     result = model.generate(np.array([[4, 1, 4, 0]]), max_length=6, beam_size=8, num_return=8)
     early = 0
     for ids, length in zip(result.ids[0], result.lengths[0]):
