@@ -33,6 +33,9 @@ def _select(source, candidates, count):
 
     `candidates` are `(text, score)`, best first. A candidate that fails
     `placeholders.matches` is only used, repaired, when fewer than `count` match.
+    Hypotheses that read the same once detokenized and restored (they differed
+    only in slot symbols the source has no placeholder for) count once, at
+    their best score.
     """
     best_score = candidates[0][1] if candidates else 0.0
     candidates = [(text, score) for text, score in candidates if text.strip()]
@@ -42,7 +45,10 @@ def _select(source, candidates, count):
             matching.append(Translation(text, score))
         else:
             repaired.append(Translation(placeholders.repair(source, text), score, (REPAIRED,)))
-    chosen = (matching + repaired)[:count]
+    distinct = {}
+    for option in matching + repaired:  # best first within each group: the first stays
+        distinct.setdefault(option.text, option)
+    chosen = list(distinct.values())[:count]
     if not chosen:  # every candidate was empty
         chosen = [Translation(source, best_score, (EMPTY,))]
     return chosen + [chosen[-1]] * (count - len(chosen))

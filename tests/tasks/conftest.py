@@ -1,3 +1,4 @@
+import keras
 import pytest
 
 import keras_transformer as kt
@@ -16,7 +17,17 @@ def message_tokenizer():
 
 
 @pytest.fixture
-def translator(message_tokenizer):
-    model = kt.EncoderDecoder(vocab_size=message_tokenizer.vocabulary_size(), num_layers=1,
-                              d_model=16, num_heads=2, d_ff=32, dropout=0.0)
-    return kt.Translator(model, message_tokenizer, target_language="de")
+def make_translator(message_tokenizer):
+    """An untrained one-layer translator, its weights drawn under `seed` if given."""
+    def make(seed=None):
+        if seed is not None:
+            keras.utils.set_random_seed(seed)
+        model = kt.EncoderDecoder(vocab_size=message_tokenizer.vocabulary_size(), num_layers=1,
+                                  d_model=16, num_heads=2, d_ff=32, dropout=0.0)
+        return kt.Translator(model, message_tokenizer, target_language="de")
+    return make
+
+
+@pytest.fixture
+def translator(make_translator):
+    return make_translator()
