@@ -71,7 +71,9 @@ def test_mixed_bfloat16_training_keeps_loss_finite(family):
     rng = np.random.default_rng(2)
     keras.config.set_dtype_policy("mixed_bfloat16")
     if family == "EncoderDecoder":
-        model = kt.EncoderDecoder.from_preset("transformer_tiny", vocab_size=VOCAB)
+        # Dropout 0: the paper's warmup keeps these 8 steps' rate near 5e-6, and dropout's
+        # noise in the epoch means would then decide whether the loss fell.
+        model = kt.EncoderDecoder.from_preset("transformer_tiny", vocab_size=VOCAB, dropout=0.0)
         x, y = _reverse_task(rng, 128)
     else:
         model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB)
