@@ -49,6 +49,8 @@ def parse_args(argv=None):
                         help="train the vocabulary on this many training files")
     parser.add_argument("--epochs", type=int, default=100, help="at most this many epochs")
     parser.add_argument("--minutes", type=float, default=None, help="training time budget")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="train exactly this many steps (equal training on any machine)")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--new-tokens", type=int, default=64, help="tokens per sample")
     parser.add_argument("--mixed-precision", action="store_true", help="bfloat16 compute")
@@ -97,12 +99,16 @@ def main(argv=None):
     total_steps = args.epochs * steps_per_epoch
     if args.minutes and not args.smoke:
         total_steps = min(total_steps, int(args.minutes * 60 * 3))  # a rough cap for the cosine
+    if args.steps:
+        total_steps = min(total_steps, args.steps)
     model.compile(optimizer=kt.training.gpt_optimizer(
         peak_learning_rate=args.learning_rate, warmup_steps=max(1, total_steps // 20),
         total_steps=max(2, total_steps),
     ))
     print(f"DecoderOnly: {model.count_params():,} weights, backend {keras.backend.backend()}")
     callbacks = [kt.training.TimeLimit(60 * args.minutes)] if args.minutes else []
+    if args.steps:
+        callbacks.append(kt.training.StepLimit(args.steps))
     start = time.time()
     model.fit(train, validation_data=validation, epochs=args.epochs, shuffle=False,
               callbacks=callbacks, verbose=2 if args.smoke else 1)

@@ -64,6 +64,8 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=100, help="at most this many epochs")
     parser.add_argument("--minutes", type=float, default=None,
                         help="training time budget (compilation included)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="train at most this many steps (equal training on any machine)")
     parser.add_argument("--vocabulary-size", type=int, default=4000)
     parser.add_argument("--tokens-per-batch", type=int, default=4096)
     parser.add_argument("--max-length", type=int, default=48,
@@ -236,7 +238,7 @@ def main(argv=None):
     validation_pairs = translation_pairs(splits["validation"])
     texts = [text for pair in train_pairs for text in pair]
     vocabulary = 256 if args.smoke else args.vocabulary_size
-    tokenizer = kt.data.train_sentencepiece(texts, vocabulary_size=vocabulary,
+    tokenizer = kt.data.train_sentencepiece(texts, vocab_size=vocabulary,
                                             placeholder_slots=True)
     kt.data.save_tokenizer(tokenizer, args.output)
     print(f"{len(train_pairs):,} training pieces; shared SentencePiece vocabulary: "
@@ -255,6 +257,8 @@ def main(argv=None):
     callbacks = []
     if args.minutes:
         callbacks.append(kt.training.TimeLimit(seconds=60 * args.minutes))
+    if args.steps:
+        callbacks.append(kt.training.StepLimit(args.steps))
     if args.average_checkpoints:
         callbacks.append(kt.training.CheckpointAveraging(args.average_checkpoints,
                                                          every_n_steps=args.average_every))

@@ -7,7 +7,11 @@ Example:
 True
 """
 
-from keras_transformer import convert
+from keras_transformer import keras_backend
+
+keras_backend.require_installed()  # one clear message instead of Keras' ImportError
+
+from keras_transformer import convert  # noqa: E402
 from keras_transformer import distribution
 from keras_transformer import data
 from keras_transformer import generation

@@ -4,8 +4,8 @@ The core install is Keras and NumPy: enough to build, train (`fit` on arrays), g
 save and reload every model under JAX or PyTorch. What needs more says which extra brings it:
 
 - `text`: keras-hub, tensorflow-text (and with it TensorFlow), sentencepiece and polib, for
-  the tokenizers, the `tf.data` pipelines, the vocabularies of `Translator` and
-  `TextGenerator`, and `.po` catalogs;
+  the tokenizers, the vocabularies of `Translator` and `TextGenerator`, and `.po` catalogs
+  (the `tf.data` pipelines work too, on the TensorFlow it brings);
 - `convert`: safetensors, for reading and writing Hugging Face checkpoints;
 - `jax`, `torch`, `tensorflow`: the Keras backend (`tensorflow` also for the `tf.data`
   pipelines alone).
@@ -21,6 +21,9 @@ EXTRAS = {
     "safetensors": "convert",
 }
 """The extra that installs each optional top-level module."""
+
+ALSO_IN = {"tensorflow": "text"}
+"""A further extra that brings the module too (tensorflow-text needs TensorFlow)."""
 
 
 def require(module, feature):
@@ -51,7 +54,9 @@ def require(module, feature):
         missing = error.name or ""
         if not (module == missing or module.startswith(missing + ".")):
             raise  # something the module itself needs is broken: its own error says what
+        also = ALSO_IN.get(module.split(".")[0])
         raise ImportError(
             f"{feature} needs {module}, which the {extra!r} extra installs: "
             f"pip install 'keras-transformer[{extra}]'"
+            + (f" (the {also!r} extra brings it too)" if also else "")
         ) from error

@@ -120,6 +120,12 @@ def _torch_is_compiling():
 
 def check_token_ids(name, ids, vocab_size):
     """`ids` must be a rank-2 int tensor; eager values must lie in [0, vocab_size)."""
+    if getattr(ids.dtype, "kind", None) in ("U", "S", "O"):  # NumPy text or objects
+        raise ValueError(
+            f"`{name}` must hold integer token ids; received a NumPy array of "
+            f"{'text' if ids.dtype.kind in 'US' else 'Python objects'} ({ids.dtype}). "
+            "Tokenize text first (kt.TextGenerator and kt.Translator take text)."
+        )
     dtype = backend.standardize_dtype(ids.dtype)
     if "int" not in dtype:
         raise ValueError(

@@ -27,7 +27,7 @@ import sys
 loaded = sorted({m.split(".")[0] for m in sys.modules} & {"tensorflow", "keras_hub"})
 assert not loaded, f"imported {loaded}"
 try:
-    kt.data.train_sentencepiece(["open the file"] * 10, vocabulary_size=8)
+    kt.data.train_sentencepiece(["open the file"] * 10, vocab_size=8)
 except ImportError as error:
     assert "pip install 'keras-transformer[text]'" in str(error), error
 else:
@@ -40,7 +40,7 @@ print("core install ok")
 def wheel(tmp_path_factory):
     """The project's wheel, built from a copy of its sources (the checkout stays clean)."""
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "keras_transformer_launch.py"):
         if os.path.exists(os.path.join(ROOT, name)):
             shutil.copy(os.path.join(ROOT, name), source)
     shutil.copytree(os.path.join(ROOT, "keras_transformer"), source / "keras_transformer",
@@ -82,3 +82,28 @@ def test_core_install_builds_trains_generates_and_reloads_without_tensorflow(
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "19200" in run.stdout  # the Quickstart's own check, as tests/test_docs.py reads it
     assert "core install ok" in run.stdout
+
+    # No KERAS_BACKEND and no keras.json: Keras would load TensorFlow, which is not here.
+    # The import says in one line what to set; the command picks the installed backend.
+    bare = dict(environment, KERAS_HOME=str(tmp_path / "keras_home"))
+    bare.pop("KERAS_BACKEND", None)
+    imported = subprocess.run([python, "-c", "import keras_transformer"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, env=bare)
+    assert imported.returncode == 1
+    assert imported.stderr.strip().splitlines()[-1] == (
+        "ImportError: keras_transformer: no Keras backend is set and Keras' default, "
+        f"tensorflow, is not installed: set KERAS_BACKEND={backend}")
+    command = str(venv / "bin" / "keras-transformer")
+    chosen = subprocess.run([command, "--version"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300, env=bare)
+    assert chosen.returncode == 0, chosen.stderr[-3000:]
+    assert chosen.stdout.strip() == "keras-transformer 0.1.0"
+    assert chosen.stderr.strip() == (
+        "keras-transformer: KERAS_BACKEND is not set and the backend Keras would load "
+        f"(tensorflow, Keras' default) is not installed; using {backend}")
+    refused = subprocess.run([command, "--version"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300, env=dict(bare, KERAS_BACKEND="tensorflow"))
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "keras-transformer: error: the Keras backend tensorflow (from KERAS_BACKEND) is not "
+        f"installed: set KERAS_BACKEND={backend}")

@@ -25,20 +25,21 @@ TOKENIZER_FILENAME = "tokenizer.spm"
 """File name `save_tokenizer` writes the vocabulary to inside a folder."""
 
 
-def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_whitespace=False,
+def train_sentencepiece(texts, vocab_size, model_type="unigram", keep_whitespace=False,
                         placeholder_slots=False):
     """Trains a SentencePiece vocabulary on `texts` and returns its tokenizer.
 
     Args:
         texts: an iterable of strings (e.g. the training split's sources and
             targets, for a shared vocabulary).
-        vocabulary_size: number of pieces, special tokens included.
+        vocab_size: number of pieces, special tokens included (the model's
+            `vocab_size`; at least the special, slot and byte pieces asked for, + 1).
         model_type: `"unigram"` (SentencePiece's default) or `"bpe"`.
         keep_whitespace: False normalizes text with NFKC and collapses runs of
             spaces (natural language); True keeps every character as is,
             including indentation and newlines (source code), and falls back to
             bytes for characters outside the vocabulary (its 256 byte pieces
-            count in `vocabulary_size`).
+            count in `vocab_size`).
         placeholder_slots: True adds the 32 slot symbols of
             `keras_transformer.messages.placeholders.SLOT_SYMBOLS` as single
             pieces, so a `Translator` can replace a message's `%s`, `{0}` or
@@ -51,14 +52,14 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
 
     Example:
     >>> words = ["the cat sat", "the dog ran", "a cat ran"] * 20
-    >>> tokenizer = train_sentencepiece(words, vocabulary_size=20)
+    >>> tokenizer = train_sentencepiece(words, vocab_size=20)
     >>> tokenizer.vocabulary_size() <= 20  # a tiny corpus may not fill it
     True
     >>> tokenizer.detokenize(tokenizer.tokenize("the cat ran"))
     'the cat ran'
 
     """
-    validation.check_int("vocabulary_size", vocabulary_size, minimum=8)
+    validation.check_int("vocab_size", vocab_size, minimum=1)
     validation.check_choice("model_type", model_type, ("unigram", "bpe"))
     validation.check_bool("keep_whitespace", keep_whitespace)
     validation.check_bool("placeholder_slots", placeholder_slots)
@@ -67,7 +68,7 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
 
     options = dict(
         model_type=model_type,
-        vocab_size=vocabulary_size,
+        vocab_size=vocab_size,
         pad_id=PAD_ID,
         unk_id=UNK_ID,
         bos_id=START_ID,
@@ -92,10 +93,25 @@ def train_sentencepiece(texts, vocabulary_size, model_type="unigram", keep_white
         symbols += SLOT_SYMBOLS
     if symbols:
         options["user_defined_symbols"] = symbols
+    reserved = 4 + len(symbols) + (256 if options.get("byte_fallback") else 0)  # + specials
+    if vocab_size <= reserved:
+        raise ValueError(
+            f"`vocab_size` must be more than the {reserved} pieces these options reserve "
+            "(4 special ids" + (f", {len(symbols)} symbols" if symbols else "")
+            + (", 256 bytes for keep_whitespace" if options.get("byte_fallback") else "")
+            + f"); received {vocab_size}."
+        )
     writer = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(list(texts)), model_writer=writer, **options
-    )
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(list(texts)), model_writer=writer, **options
+        )
+    except RuntimeError as error:  # SentencePiece's own check, e.g. too few pieces
+        reason = " ".join(str(error).split()).split(") ", 1)[-1]
+        raise ValueError(
+            f"SentencePiece cannot train a vocabulary of vocab_size={vocab_size} on these "
+            f"texts: {reason}"
+        ) from error
     return tokenizers.SentencePieceTokenizer(proto=writer.getvalue())
 
 

@@ -70,9 +70,44 @@ def check_decode_length(model, total, argument):
         )
 
 
+_TEXT_HINT = {
+    "prompt_ids": "kt.TextGenerator(model, tokenizer).generate(texts) takes text",
+    "source_ids": "kt.Translator(model, tokenizer).translate(texts) takes text",
+}
+_MASK_HINT = {
+    "prompt_ids": "generate(x['token_ids'], padding_mask=x['padding_mask'])",
+    "source_ids": "generate(x['token_ids']), with padding written as the model's pad_id",
+}
+
+
 def _token_array(name, ids, vocab_size):
-    """Host int32 `(B, L)` ids, checked: integer dtype, rank 2, a row or more, values in range."""
-    ids = np.asarray(ids)
+    """Host int32 `(B, L)` ids, checked: integer dtype, rank 2, a row or more, values in range.
+
+    What people try first gets a message that says what works instead: text
+    (a tokenizer's task takes it), a keras-hub style dict of `token_ids` and
+    `padding_mask`, and rows of different lengths.
+    """
+    rows = ids if isinstance(ids, (list, tuple)) else [ids]
+    if isinstance(ids, str) or any(isinstance(row, (str, bytes)) for row in rows):
+        raise ValueError(
+            f"`{name}` must be token ids (integers), not text; {_TEXT_HINT[name]}."
+        )
+    if isinstance(ids, dict):
+        raise ValueError(
+            f"`{name}` must be an array of token ids (batch, length); received a dict with "
+            f"keys {sorted(map(str, ids))}. For keras-hub style inputs: {_MASK_HINT[name]}."
+        )
+    try:
+        ids = np.asarray(ids)
+    except ValueError:  # NumPy refuses rows of different lengths
+        ids = np.asarray(ids, dtype=object)
+    if ids.dtype == object:
+        lengths = sorted({len(row) for row in rows if hasattr(row, "__len__")})
+        raise ValueError(
+            f"`{name}` rows must all have one length; received rows of lengths {lengths}. "
+            "Pad them to one length with the model's pad_id"
+            + (" or pass `padding_mask`" if name == "prompt_ids" else "") + "."
+        )
     validation.check_token_ids(name, ids, vocab_size)
     if ids.shape[0] == 0:
         raise ValueError(

@@ -35,6 +35,9 @@ def fused_attention(q, k, v, mask=None, is_causal=False, bias=None):
     `scaled_dot_product_attention` still dispatches to its flash kernel when the
     inputs allow. On JAX, `None` lets Keras pick cuDNN flash attention on GPU.
 
+    Where the fused kernel cannot run (float16 on JAX's CPU, see
+    `_fused_kernel_compiles`) the same attention is computed explicitly.
+
     A `bias` is passed alone: the mask (causal included) is folded into it
     as a large negative score, since some backends take one or the other.
     Keras hands grouped key/value heads to the backends' fused kernels as
@@ -50,6 +53,11 @@ def fused_attention(q, k, v, mask=None, is_causal=False, bias=None):
         is_causal: the backend's causal kernel, with no mask tensor.
         bias: float `(B or 1, H, T, S)` added to the scores, or None.
     """
+    if not _fused_kernel_compiles(q.dtype):
+        if is_causal:
+            mask = masks.causal_mask(ops.shape(q)[1], ops.shape(k)[1])[:, None]
+        probs = probabilities(q, k, None if mask is None else mask[:, 0], bias)  # (B, H, T, S)
+        return ops.einsum("bhts,bshd->bthd", ops.cast(probs, v.dtype), match_heads(v, q.shape[2]))
     backend = keras.backend.backend()
     flash = False if backend == "torch" else None
     if backend in ("tensorflow", "torch") and k.shape[2] == 1 and q.shape[2] > 1:
@@ -85,6 +93,21 @@ def probabilities(q, k, mask=None, bias=None):
     mask = mask[:, None]  # (B, 1, T, S)
     probs = ops.softmax(ops.where(mask, scores, NEG_INF), axis=-1)
     return probs * ops.cast(ops.any(mask, axis=-1, keepdims=True), "float32")
+
+
+def _fused_kernel_compiles(dtype):
+    """False where the backend's fused kernel cannot run: JAX on CPU in float16.
+
+    JAX's attention asks XLA for a float16 product accumulated in float32, which XLA:CPU
+    does not implement ("The precision 'F16_F16_F32' is not supported by dot_general on
+    CPU"): a `float16` or `mixed_float16` model would not run there. The explicit path
+    computes the same (its softmax in float32).
+    """
+    if keras.backend.backend() != "jax" or keras.backend.standardize_dtype(dtype) != "float16":
+        return True
+    import jax
+
+    return jax.default_backend() != "cpu"
 
 
 def attend(q, k, v, mask=None, probability_dropout=None, bias=None):

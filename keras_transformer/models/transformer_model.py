@@ -11,9 +11,12 @@ from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
 from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
+from keras_transformer.models import host_checks
 from keras_transformer.models import presets
+from keras_transformer.models.backend_neutral_config import backend_neutral
 from keras_transformer.training.schedule_from_fit import ScheduleFromFit
 from keras_transformer.training.schedule_from_fit import sizable_schedule
+from keras_transformer.training.stop_on_non_finite_loss import StopOnNonFiniteLoss
 
 
 MODEL_ARGUMENTS = ("name", "dtype")
@@ -230,12 +233,16 @@ class TransformerModel(keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             *args, **kwargs):
-        """`keras.Model.fit`, with the schedule sized to the run (`ScheduleFromFit`).
+        """`keras.Model.fit`, with the schedule sized to the run and its inputs checked.
 
         With the GPT recipe's default (`gpt_optimizer(total_steps=None)`) the
         cosine runs over this call's steps, `(epochs - initial_epoch) *
-        steps_per_epoch`; data of unknown length then needs `steps_per_epoch`
-        (a ValueError says so). A schedule that already has a length keeps it.
+        steps_per_epoch` (`ScheduleFromFit`); data of unknown length then needs
+        `steps_per_epoch` (a ValueError says so). A schedule that already has a
+        length keeps it. NumPy inputs and labels are checked on the host first
+        (`host_checks.check_arrays`: ids in the vocabulary, labels of the
+        inputs' shape), and the run stops at the first NaN or infinite loss
+        with a warning that names the usual causes (`StopOnNonFiniteLoss`).
 
         Args:
             x: inputs, as for `keras.Model.fit`.
@@ -247,18 +254,48 @@ class TransformerModel(keras.Model):
             *args: `keras.Model.fit`'s further positional arguments.
             **kwargs: any other `keras.Model.fit` argument.
         """
+        host_checks.check_arrays(self, x, y)
+        added = [StopOnNonFiniteLoss()]
         schedule = sizable_schedule(getattr(self, "optimizer", None))
         if schedule is not None:
-            sizing = ScheduleFromFit(schedule)
-            if isinstance(callbacks, keras.callbacks.CallbackList):  # fit uses it as it is
-                sizing.set_model(self)
-                sizing.set_params(callbacks.params)
-                callbacks.callbacks.append(sizing)
-            elif isinstance(callbacks, keras.callbacks.Callback):
-                callbacks = [callbacks, sizing]
-            else:
-                callbacks = [*(callbacks or []), sizing]
+            added.append(ScheduleFromFit(schedule))
+        if isinstance(callbacks, keras.callbacks.CallbackList):  # fit uses it as it is
+            for callback in added:
+                callback.set_model(self)
+                callback.set_params(callbacks.params)
+                callbacks.callbacks.append(callback)
+        elif isinstance(callbacks, keras.callbacks.Callback):
+            callbacks = [callbacks, *added]
+        else:
+            callbacks = [*(callbacks or []), *added]
         return super().fit(x, y, batch_size, epochs, verbose, callbacks, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """`keras.Model.evaluate`, with NumPy inputs and labels checked as `fit` checks them.
+
+        Args:
+            x: inputs, as for `keras.Model.evaluate`.
+            y: labels, as for `keras.Model.evaluate`.
+            *args: `keras.Model.evaluate`'s further positional arguments.
+            **kwargs: any other `keras.Model.evaluate` argument.
+        """
+        host_checks.check_arrays(self, x, y)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        """`keras.Model.predict`, with NumPy inputs checked as `fit` checks them.
+
+        Args:
+            x: inputs, as for `keras.Model.predict`.
+            *args: `keras.Model.predict`'s further positional arguments.
+            **kwargs: any other `keras.Model.predict` argument.
+        """
+        host_checks.check_arrays(self, x)
+        return super().predict(x, *args, **kwargs)
+
+    def get_compile_config(self):
+        # The optimizer under its public name, so that a file saved on torch loads anywhere.
+        return backend_neutral(super().get_compile_config())
 
     def compile_from_config(self, config):
         # Restores the compiled state of a saved model through our compile().

@@ -9,6 +9,8 @@ from keras_transformer.training.recipes import gpt_recipe
 from keras_transformer.training.recipes import paper_optimizer
 from keras_transformer.training.recipes import paper_recipe
 from keras_transformer.training.schedule_from_fit import ScheduleFromFit
+from keras_transformer.training.step_limit import StepLimit
+from keras_transformer.training.stop_on_non_finite_loss import StopOnNonFiniteLoss
 from keras_transformer.training.teacher_forcing import next_token_windows
 from keras_transformer.training.teacher_forcing import shift_right
 from keras_transformer.training.teacher_forcing import translation_pairs
@@ -25,6 +27,8 @@ __all__ = [
     "MaskedAccuracy",
     "Perplexity",
     "ScheduleFromFit",
+    "StepLimit",
+    "StopOnNonFiniteLoss",
     "TimeLimit",
     "WarmupCosineSchedule",
     "gpt_optimizer",

@@ -36,8 +36,9 @@ def gpt_optimizer(
 ):
     """GPT-2/GPT-3 style AdamW: betas (0.9, 0.95), warmup + cosine to 10%, clip 1.0.
 
-    Biases, LayerNorm parameters and position tables are not decayed
-    (`DecayMaskedAdamW`, whose exclusions survive saving and loading).
+    Only matrices decay: biases and norm weights (LayerNorm's, RMSNorm's, qk-norm's:
+    all vectors) and learned position tables do not (`DecayMaskedAdamW`, whose
+    exclusions survive saving and loading).
 
     Args:
         peak_learning_rate: rate at the end of the warmup (GPT-2 small: 6e-4).

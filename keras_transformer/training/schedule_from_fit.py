@@ -67,8 +67,10 @@ class ScheduleFromFit(keras.callbacks.Callback):
             if self.schedule.total_steps is None:
                 raise ValueError(
                     "The learning-rate schedule has no `total_steps` and fit cannot tell "
-                    "how many steps it will run (data of unknown length). Pass "
-                    "`steps_per_epoch` to fit, or `total_steps` to the optimizer (e.g. "
+                    "how many steps it will run (data of unknown length, or a "
+                    "`keras.callbacks.CallbackList` made without `epochs` and `steps`). "
+                    "Pass `steps_per_epoch` to fit (or `epochs` and `steps` to the "
+                    "CallbackList), or `total_steps` to the optimizer (e.g. "
                     "kt.training.gpt_optimizer(total_steps=...))."
                 )
             return

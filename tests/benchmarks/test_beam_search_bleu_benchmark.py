@@ -31,7 +31,7 @@ def test_figures_are_those_of_the_translators_own_outputs_on_the_demo_splits(tmp
     write_catalogs(tmp_path)
     splits, _ = kt.data.gettext_splits(paths=[tmp_path])
     texts = [text for pairs in splits.values() for pair in pairs for text in pair]
-    tokenizer = kt.data.train_sentencepiece(texts * 5, vocabulary_size=80,
+    tokenizer = kt.data.train_sentencepiece(texts * 5, vocab_size=80,
                                             placeholder_slots=True)
     model = kt.EncoderDecoder(vocab_size=tokenizer.vocabulary_size(), num_layers=1, d_model=16,
                               num_heads=2, d_ff=32, dropout=0.0)

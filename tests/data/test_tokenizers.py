@@ -27,7 +27,7 @@ def as_list(ids):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return kt.data.train_sentencepiece(SENTENCES, vocabulary_size=64)
+    return kt.data.train_sentencepiece(SENTENCES, vocab_size=64)
 
 
 def test_special_ids_are_the_models_defaults(tokenizer):
@@ -46,10 +46,10 @@ def test_natural_text_round_trips(tokenizer):
 
 
 def test_keep_whitespace_round_trips_code_exactly():
-    code_tokenizer = kt.data.train_sentencepiece(CODE, vocabulary_size=300, keep_whitespace=True)
+    code_tokenizer = kt.data.train_sentencepiece(CODE, vocab_size=300, keep_whitespace=True)
     source = "class B:\n    def h(self, y):\n        return  y\n\tpass\n"
     assert code_tokenizer.detokenize(code_tokenizer.tokenize(source)) == source
-    plain = kt.data.train_sentencepiece(CODE, vocabulary_size=60)
+    plain = kt.data.train_sentencepiece(CODE, vocab_size=60)
     assert plain.detokenize(plain.tokenize(source)) != source  # whitespace collapsed
 
 
@@ -65,9 +65,9 @@ def test_save_and_load_give_the_same_ids(tokenizer, tmp_path):
 
 
 @pytest.mark.parametrize("arguments, name", [
-    (dict(vocabulary_size=4), "vocabulary_size"),
-    (dict(vocabulary_size=64, model_type="word"), "model_type"),
-    (dict(vocabulary_size=64, keep_whitespace=1), "keep_whitespace"),
+    (dict(vocab_size=4), "vocab_size"),
+    (dict(vocab_size=64, model_type="word"), "model_type"),
+    (dict(vocab_size=64, keep_whitespace=1), "keep_whitespace"),
 ])
 def test_arguments_are_validated(arguments, name):
     with pytest.raises(ValueError, match=f"`{name}`"):

@@ -5,6 +5,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_transformer.generation.logits import forbid
+
 START, PAD = 1, 0
 
 
@@ -18,6 +20,72 @@ def full_pass(model, inputs):
     if keras.backend.backend() == "jax":
         return np.asarray(model.predict_on_batch(inputs))
     return ops.convert_to_numpy(model(inputs, training=False))
+
+
+def at_working_scale(model, seed=0):
+    """Sets every weight of `model` to a scale where attention moves the logits.
+
+    At the models' own initialization (N(0, 0.02) for GPT) a tiny model's logits barely
+    depend on the context. Matrices get N(0, 1/fan_in), norm scales 1 + N(0, 0.3^2), the
+    rest N(0, 0.3^2). Greedy decoding of such a random model still tends to repeat a token;
+    sampled decoding (`sampled_reference`) does not.
+    """
+    rng = np.random.default_rng(seed)
+    for w in model.weights:
+        shape = tuple(w.shape)
+        if len(shape) == 2:
+            value = rng.normal(size=shape) / np.sqrt(shape[0])
+        elif w.path.endswith(("gamma", "scale")):
+            value = 1.0 + 0.3 * rng.normal(size=shape)
+        else:
+            value = 0.3 * rng.normal(size=shape)
+        w.assign(value.astype("float32"))
+    return model
+
+
+def sampled_token(logits, sampler, seed, index, row, batch, forbidden=()):
+    """The token `sampler` draws for `row` of a `batch` at buffer position `index`.
+
+    `logits` `(V,)` come from a full pass; the decode loop draws a whole batch's noise
+    at once (it depends on the row), so the row's logits are placed in a batch of zeros
+    and the library's own sampler (whose draws tests/generation/test_samplers.py pins)
+    picks from it.
+    """
+    batch_logits = np.zeros((batch, len(logits)), "float32")
+    batch_logits[row] = logits
+    chosen = sampler(forbid(batch_logits, tuple(forbidden)), index, seed)
+    return int(ops.convert_to_numpy(chosen)[row])
+
+
+def assert_outputs_vary(rows):
+    """The reference decoded something a position or cache bug would change.
+
+    Each row of generated tokens holds at least 3 distinct ids, and the rows differ.
+    """
+    rows = [list(map(int, row)) for row in rows]
+    assert all(len(set(row)) >= 3 for row in rows), rows
+    assert len({tuple(row) for row in rows}) == len(rows), rows
+
+
+def full_pass_sampled_decoder_only(model, prompts, length, sampler):
+    """Reference of sampled `generate` to `length` tokens a row: full passes, each row
+    drawn with its batch noise.
+
+    `prompts` are the rows' real tokens (lists); a new token at buffer position `i` (the
+    row's real tokens first, as the decode loop aligns them) is drawn at step `i`.
+    No stop ids.
+    """
+    pad_id = model.config.pad_id
+    forbidden = () if pad_id is None else (pad_id,)
+    rows = []
+    for row, prompt in enumerate(prompts):
+        sequence = list(prompt)
+        while len(sequence) < length:
+            logits = full_pass(model, np.array([sequence]))[0, -1]
+            sequence.append(sampled_token(logits, sampler, sampler.seed, len(sequence), row,
+                                          len(prompts), forbidden))
+        rows.append(sequence)
+    return rows
 
 
 def full_pass_greedy_decoder_only(model, prompt, new_tokens, stop_ids=(), fill=PAD):

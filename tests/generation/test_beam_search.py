@@ -76,6 +76,36 @@ def test_encoder_decoder_beam_equals_exhaustive_search(alpha):
         assert np.all(np.diff(result.scores[row]) <= 0)  # n-best lists sorted by score
 
 
+def test_encoder_decoder_without_a_padding_id_equals_exhaustive_search():
+    """`pad_id=None`: id 0 is an ordinary token, read in the sources and generated; a
+    hypothesis that stopped is filled with its stop id."""
+    keras.utils.set_random_seed(0)
+    model = _sharpen(kt.EncoderDecoder.from_preset(
+        "transformer_tiny", vocab_size=VOCAB, dropout=0.0, pad_id=None, start_id=2,
+        end_id=STOP))
+    sources = np.array([[4, 0, 4, 0], [0, 1, 4, 4], [1, 0, 0, 0]])  # 0s are real here
+    max_new = 3
+    # 1 + 4 + 16 * 5 = 85 outputs (nothing is forbidden): the beam holds and returns them all.
+    result = model.generate(sources, max_length=max_new, beam_size=85, alpha=0.6,
+                            num_return=85)
+    generated_zero = False
+    for row, source in enumerate(sources):
+        oracle = exhaustive_search(
+            encoder_decoder_next(model, source, start=2), max_new, (STOP,), 0.6
+        )
+        assert len(oracle) == 85
+        _assert_matches_oracle(_hypotheses(result, row), oracle)
+        for ids, length in zip(result.ids[row], result.lengths[row]):
+            assert (ids[length:] == STOP).all()  # no padding id: the stop id fills
+            generated_zero |= 0 in ids[:length]
+    assert generated_zero  # id 0 was not forbidden: outputs holding it were returned
+    # A source's 0s are read, not masked: changing one changes the outputs' scores.
+    changed = sources.copy()
+    changed[2, 1:] = 4
+    other = model.generate(changed, max_length=max_new, beam_size=85, num_return=85)
+    assert np.abs(other.scores[2] - result.scores[2]).max() > 1e-3
+
+
 def test_alpha_changes_the_ranking_as_the_oracle_does():
     """Sources whose best output under alpha 0 is not their best under alpha 2."""
     alphas = (0.0, 2.0)

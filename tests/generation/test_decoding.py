@@ -5,8 +5,12 @@ import numpy as np
 import pytest
 from decoding_reference import PAD
 from decoding_reference import START
+from decoding_reference import assert_outputs_vary
+from decoding_reference import at_working_scale
 from decoding_reference import full_pass
 from decoding_reference import full_pass_greedy_decoder_only
+from decoding_reference import full_pass_sampled_decoder_only
+from decoding_reference import sampled_token
 from keras import ops
 
 import keras_transformer as kt
@@ -38,20 +42,27 @@ VOCAB = 40
         dict(num_kv_heads=1, position="rotary", attention_window=3, feed_forward="geglu"),
     ],
 )
-def test_decoder_only_cached_greedy_equals_full_passes(overrides):
+def test_decoder_only_cached_greedy_and_sampled_equal_full_passes(overrides):
     model = kt.DecoderOnly.from_preset(
         "gpt2_tiny", vocab_size=VOCAB, dropout=0.0, num_layers=3, pad_id=PAD, **overrides
     )
+    at_working_scale(model)
     rng = np.random.default_rng(0)
     prompts = rng.integers(3, VOCAB, size=(3, 5))
     prompts[1, 3:] = PAD  # right padding
     prompts[2, :2] = PAD  # left padding
     out = model.generate(prompts, max_new_tokens=7)
     assert out.shape == (3, 12)
-    for row, prompt in enumerate(prompts):
-        real = [int(t) for t in prompt if t != PAD]
-        expected = full_pass_greedy_decoder_only(model, real, 12 - len(real))
-        assert out[row].tolist() == expected
+    reals = [[int(t) for t in prompt if t != PAD] for prompt in prompts]
+    for row, real in enumerate(reals):
+        assert out[row].tolist() == full_pass_greedy_decoder_only(model, real, 12 - len(real))
+    # A random model's greedy output tends to repeat one token, which a position or cache
+    # bug may leave unchanged; sampled tokens vary, and must match the full passes too.
+    sampler = Sampler(top_k=10, seed=3)
+    sampled = model.generate(prompts, max_new_tokens=7, sampler=sampler)
+    expected = full_pass_sampled_decoder_only(model, reals, 12, sampler)
+    assert sampled.tolist() == expected
+    assert_outputs_vary([row[len(real):] for row, real in zip(expected, reals)])
 
 
 def test_padding_mask_says_which_prompt_positions_are_real():
@@ -145,24 +156,36 @@ def test_gpt_preset_trains_on_and_generates_every_id():
         ("pre", dict(position="alibi", num_kv_heads=1, norm="rms", qk_norm=True)),
     ],
 )
-def test_encoder_decoder_cached_greedy_equals_full_passes(ln_position, overrides):
+def test_encoder_decoder_cached_greedy_and_sampled_equal_full_passes(ln_position, overrides):
     model = kt.EncoderDecoder.from_preset(
         "transformer_tiny", vocab_size=VOCAB, dropout=0.0, ln_position=ln_position,
         start_id=START, end_id=None, **overrides,
     )
+    at_working_scale(model)
     rng = np.random.default_rng(2)
     source = rng.integers(3, VOCAB, size=(3, 6))
     source[1, 4:] = PAD
     out = model.generate(source, max_length=7, beam_size=None)
     assert out.shape == (3, 7)
+    sampler = Sampler(top_k=10, seed=4)
+    sampled = model.generate(source, max_length=7, beam_size=None, sampler=sampler)
+    drawn = []
     for row in range(3):
-        target = [START]
+        greedy, target = [START], [START]
         for _ in range(7):
             logits = full_pass(model, {"source": source[row : row + 1],
-                                       "target": np.array([target])})[0, -1]
+                                       "target": np.array([greedy])})[0, -1]
             logits[PAD] = -np.inf
-            target.append(int(np.argmax(logits)))
-        assert out[row].tolist() == target[1:]
+            greedy.append(int(np.argmax(logits)))
+            # Sampled: the token at target position i is drawn at step i (start at 0).
+            logits = full_pass(model, {"source": source[row : row + 1],
+                                       "target": np.array([target])})[0, -1]
+            target.append(sampled_token(logits, sampler, sampler.seed, len(target), row, 3,
+                                        (PAD,)))
+        assert out[row].tolist() == greedy[1:]
+        assert sampled[row].tolist() == target[1:]
+        drawn.append(target[1:])
+    assert_outputs_vary(drawn)
 
 
 def test_encoder_decoder_defaults_come_from_the_config():
@@ -302,20 +325,6 @@ def test_a_model_quantized_after_decoding_decodes_as_its_full_pass():
             model, [int(t) for t in prompt], 6)
 
 
-def _randomize(model, seed=0):
-    """Every weight at a scale where attention moves the logits (GPT-2's init barely does)."""
-    rng = np.random.default_rng(seed)
-    for w in model.weights:
-        shape = tuple(w.shape)
-        if len(shape) == 2:
-            value = rng.normal(size=shape) / np.sqrt(shape[0])
-        elif w.path.endswith(("gamma", "scale")):
-            value = 1.0 + 0.3 * rng.normal(size=shape)
-        else:
-            value = 0.3 * rng.normal(size=shape)
-        w.assign(value.astype("float32"))
-
-
 @pytest.mark.parametrize(
     "overrides",
     [
@@ -337,7 +346,7 @@ def test_cached_chunks_and_steps_give_the_logits_of_the_full_pass(overrides):
     model = kt.DecoderOnly.from_preset(
         "gpt2_tiny", vocab_size=VOCAB, dropout=0.0, num_layers=2, **overrides
     )
-    _randomize(model)
+    at_working_scale(model)
     ids = np.random.default_rng(1).integers(0, VOCAB, size=(2, 11))
     full = ops.convert_to_numpy(model(ids))  # (2, 11, VOCAB)
     caches = model.empty_cache(2, 11)

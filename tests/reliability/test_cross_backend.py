@@ -1,10 +1,12 @@
 """What this backend saves, the two others load in safe mode and run to the same outputs.
 
-Six `.keras` files travel: both model families twice (logits to 1e-5, with padding): the
+Ten `.keras` files travel: both model families compiled with each recipe (the paper's Adam,
+GPT's AdamW) after a step of `fit`, whose optimizer and its state must load too; both model
+families twice (logits to 1e-5, with padding): the
 2017 and GPT-3 toggles, then LLaMA's (rotary positions, RMSNorm, SwiGLU, no biases,
 grouped-query attention, pre-LN) and a post-LN encoder-decoder with the other new toggles
 (ALiBi, RMSNorm, GEGLU, no biases, multi-query attention, qk-norm); and both tasks (the same
-strings from beam search and from greedy generation). Each other backend loads all six in
+strings from beam search and from greedy generation). Each other backend loads all of them in
 one subprocess, so each run of the suite pays two interpreter starts, not twelve. Every
 backend both saves (its own run) and loads (the two other runs).
 """
@@ -37,7 +39,14 @@ results = {}
 for item in json.load(open(sys.argv[2])):
     try:  # each file on its own: one failure does not hide the others
         loaded = keras.saving.load_model(item["path"], safe_mode=True)
-        if "arrays" in item:
+        if "optimizer" in item:  # a compiled model: its optimizer and state came along
+            with np.load(item["optimizer"]) as saved:
+                expected = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+            state = [ops.convert_to_numpy(v) for v in loaded.optimizer.variables]
+            assert type(loaded.optimizer).__name__ == item["optimizer_cls"], loaded.optimizer
+            assert len(state) == len(expected), (len(state), len(expected))
+            got = max(float(np.abs(a - b).max()) for a, b in zip(state, expected))
+        elif "arrays" in item:
             arrays = dict(np.load(item["arrays"]))
             expected = arrays.pop("__expected__")
             inputs = arrays.pop("__ids__") if "__ids__" in arrays else arrays
@@ -63,7 +72,7 @@ def _padded_ids(rng, shape, vocab):
 def _artifacts(folder):
     """`(manifest item, expected output)` for each file saved here."""
     rng = np.random.default_rng(0)
-    tokenizer = kt.data.train_sentencepiece(CORPUS * 10, vocabulary_size=120,
+    tokenizer = kt.data.train_sentencepiece(CORPUS * 10, vocab_size=120,
                                             placeholder_slots=True)
     vocab = tokenizer.vocabulary_size()
     tiny = dict(vocab_size=vocab, num_layers=1, d_model=16, num_heads=2, d_ff=32, dropout=0.0)
@@ -96,6 +105,21 @@ def _artifacts(folder):
         named = dict(inputs) if isinstance(inputs, dict) else {"__ids__": inputs}
         np.savez(arrays, __expected__=expected, **named)
         items.append((dict(name=name, cls=type(model).__name__, path=path, arrays=arrays), 0.0))
+    # Compiled with each recipe and trained a step: the file carries the optimizer's state.
+    recipes = {"paper": kt.training.paper_recipe, "gpt": kt.training.gpt_recipe}
+    for family, inputs in ((kt.EncoderDecoder, {"source": source, "target": target}),
+                           (kt.DecoderOnly, _padded_ids(rng, (4, 8), 128))):
+        for recipe_name, recipe in recipes.items():
+            name = f"{family.__name__}_{recipe_name}_recipe"
+            model = family(**dict(tiny, vocab_size=128), pad_id=0)
+            model.compile(**recipe(model.config))
+            labels = inputs["target"] if isinstance(inputs, dict) else inputs
+            model.fit(inputs, np.roll(labels, -1, axis=1), batch_size=4, epochs=1, verbose=0)
+            path, state = str(folder / f"{name}.keras"), str(folder / f"{name}.npz")
+            model.save(path)
+            np.savez(state, *[ops.convert_to_numpy(v) for v in model.optimizer.variables])
+            items.append((dict(name=name, cls=family.__name__, path=path, optimizer=state,
+                               optimizer_cls=type(model.optimizer).__name__), 0.0))
     for name, (task, method, args, kwargs) in calls.items():
         path = str(folder / f"{name}.keras")
         task.save(path)
@@ -130,5 +154,7 @@ def test_files_saved_here_give_the_same_outputs_under_the_other_backends(tmp_pat
             assert loaded_as == item["cls"], (here, backend, name, got)
             if "arrays" in item:
                 assert got <= 1e-5, f"{here} -> {backend}: {name} logits differ by {got}"
+            elif "optimizer" in item:
+                assert got <= 1e-6, f"{here} -> {backend}: {name} optimizer state differs by {got}"
             else:
                 assert got == expected, (here, backend, name)

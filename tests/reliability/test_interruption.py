@@ -2,8 +2,12 @@
 `keras.callbacks.BackupAndRestore` ends with the weights of an uninterrupted run.
 
 The child process trains a tiny GPT for 3 epochs (8 steps each, shuffle=False,
-fixed seed, dropout 0 so that no random state has to survive the restart) and
-reports every finished batch in a progress file. The parent kills it with
+fixed seed, dropout 0 so that no random state has to survive the restart) with
+the library's own recipe: `compile()`'s defaults, the GPT AdamW whose warmup +
+cosine schedule `fit` sizes from the run ahead (`ScheduleFromFit`). The resumed
+process sizes it again from the restored step count, so it must arrive at the
+same length, warmup and rates. The child reports every finished batch in a
+progress file. The parent kills it with
 SIGKILL in the middle of epoch 2 (after the epoch-1 backup exists), restarts it
 with the same backup directory, and compares its final weights with a run that
 was never interrupted, to 1e-6.
@@ -36,8 +40,7 @@ x = rng.integers(1, 32, size=(16, 8)).astype("int32")
 y = np.roll(x, -1, axis=1)
 model = kt.DecoderOnly(vocab_size=32, num_layers=1, d_model=16, num_heads=2, d_ff=32,
                        max_length=8, dropout=0.0)
-model.compile(optimizer=keras.optimizers.Adam(1e-2),
-              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.compile(optimizer=kt.training.gpt_optimizer(peak_learning_rate=1e-2))  # no total_steps
 
 
 class Progress(keras.callbacks.Callback):
@@ -55,6 +58,9 @@ if backup_dir != "-":
     callbacks.insert(0, keras.callbacks.BackupAndRestore(backup_dir, save_freq="epoch"))
 model.fit(x, y, batch_size=2, epochs=3, shuffle=False, verbose=0, callbacks=callbacks)
 np.savez(weights_path, *[np.asarray(w) for w in model.get_weights()])
+schedule = kt.training.schedule_from_fit.sizable_schedule(model.optimizer)
+print(json.dumps({"total_steps": schedule.total_steps, "warmup_steps": schedule.warmup_steps,
+                  "iterations": int(model.optimizer.iterations)}))
 print("finished")
 """
 
@@ -68,9 +74,12 @@ def _child(tmp_path, backup_dir, progress, weights, delay):
 
 
 def _finish(process):
+    """The child's schedule and step count once it ends."""
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr[-3000:]
-    assert "finished" in stdout
+    lines = stdout.splitlines()
+    assert lines[-1] == "finished", stdout[-3000:]
+    return json.loads(lines[-2])
 
 
 def _progress(path):
@@ -108,8 +117,12 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert interrupted_at["epoch"] == 1 and 0 < interrupted_at["batch"] < 7  # mid-epoch
 
     resumed = _child(tmp_path, str(backup), tmp_path / "resume.progress", tmp_path / "run.npz", 0)
-    _finish(resumed)
-    _finish(reference)
+    resumed_schedule = _finish(resumed)
+    reference_schedule = _finish(reference)
+    # fit sized the schedule to the whole run (3 epochs of 8 steps, a tenth as warmup), in the
+    # uninterrupted process and again, from the restored step count, in the resumed one.
+    assert reference_schedule == {"total_steps": 24, "warmup_steps": 2, "iterations": 24}
+    assert resumed_schedule == reference_schedule
     # The resumed run restarted at epoch 2's first batch, not at epoch 1.
     first = _progress(tmp_path / "resume.progress")[0]
     assert first == {"epoch": 1, "batch": 0}, first

@@ -40,6 +40,11 @@ def prompt(value=1, dtype="int32"):
     return np.full((1, 2), value, dtype)
 
 
+def _compiled(model):
+    model.compile()
+    return model
+
+
 def pair(source=None, target=None):
     return {"source": ids() if source is None else source,
             "target": ids() if target is None else target}
@@ -282,6 +287,47 @@ CASES = [
      r"Every prompt needs at least one real token; rows \[0\] have none"),
     ("generate-beyond-learned-table", lambda: gpt().generate(prompt(), LENGTH), ValueError,
      r"Decoding needs 7 positions but the learned position table has max_length=6"),
+    # --- what newcomers try first ------------------------------------------------
+    ("generate-text", lambda: gpt().generate("hello", 2), ValueError,
+     r"`prompt_ids` must be token ids \(integers\), not text; kt.TextGenerator\(model, "
+     r"tokenizer\).generate\(texts\) takes text"),
+    ("generate-list-of-texts", lambda: gpt().generate(["hello", "hi"], 2), ValueError,
+     r"`prompt_ids` must be token ids \(integers\), not text"),
+    ("translate-text", lambda: transformer().generate(["hello"]), ValueError,
+     r"`source_ids` must be token ids \(integers\), not text; kt.Translator"),
+    ("generate-numpy-text", lambda: gpt().generate(np.array([["a", "b"]]), 2), ValueError,
+     r"`prompt_ids` must hold integer token ids; received a NumPy array of text"),
+    ("generate-keras-hub-dict",
+     lambda: gpt().generate({"token_ids": prompt(), "padding_mask": np.ones((1, 2), bool)}, 2),
+     ValueError,
+     r"`prompt_ids` must be an array of token ids \(batch, length\); received a dict with "
+     r"keys \['padding_mask', 'token_ids'\]. For keras-hub style inputs: "
+     r"generate\(x\['token_ids'\], padding_mask=x\['padding_mask'\]\)"),
+    ("generate-ragged-rows", lambda: gpt().generate([[1, 2, 3], [4]], 2), ValueError,
+     r"`prompt_ids` rows must all have one length; received rows of lengths \[1, 3\]. "
+     r"Pad them to one length with the model's pad_id or pass `padding_mask`"),
+    ("fit-labels-one-shorter",
+     lambda: _compiled(gpt()).fit(ids(), ids((BATCH, LENGTH - 1)), verbose=0), ValueError,
+     r"`y` must have the shape of x, \(2, 5\): one label per input position .*received "
+     r"shape \(2, 4\)"),
+    ("fit-target-labels-one-shorter",
+     lambda: _compiled(transformer()).fit(pair(), ids((BATCH, LENGTH - 1)), verbose=0),
+     ValueError, r"`y` must have the shape of x\['target'\], \(2, 5\)"),
+    ("fit-ids-outside-vocab",
+     lambda: _compiled(gpt()).fit(ids(value=VOCAB), ids(), verbose=0), ValueError,
+     r"`x` must lie in \[0, vocab_size=32\); received ids from 32 to 32"),
+    ("fit-source-outside-vocab",
+     lambda: _compiled(transformer()).fit(pair(source=ids(value=-1)), ids(), verbose=0),
+     ValueError, r"`x\['source'\]` must lie in \[0, vocab_size=32\); received ids from -1"),
+    ("fit-labels-outside-vocab",
+     lambda: _compiled(gpt()).fit(ids(), ids(value=VOCAB + 5), verbose=0), ValueError,
+     r"`y` must lie in \[0, vocab_size=32\); received ids from 37 to 37"),
+    ("evaluate-labels-outside-vocab",
+     lambda: _compiled(gpt()).evaluate(ids(), ids(value=-3), verbose=0), ValueError,
+     r"`y` must lie in \[0, vocab_size=32\); received ids from -3 to -3"),
+    ("predict-ids-outside-vocab",
+     lambda: _compiled(gpt()).predict(ids(value=VOCAB), verbose=0), ValueError,
+     r"`x` must lie in \[0, vocab_size=32\); received ids from 32 to 32"),
     ("sampler-seed-2-to-the-31", lambda: Sampler(seed=2**31), ValueError,
      r"`seed` must be an integer in \[0, 2\*\*31 - 1\]; received 2147483648"),
     ("sampler-seed-negative", lambda: Sampler(seed=-1), ValueError,

@@ -17,9 +17,11 @@ def _finite(x):
 
 
 def _models(policy):
+    # pad_id=0 in both families: id 0 is padding, masked as a key in every attention.
     return [
-        kt.DecoderOnly(**SMALL, attention_window=2, dtype=policy),
-        kt.DecoderOnly(**SMALL, ln_position="post", position="sinusoidal", dtype=policy),
+        kt.DecoderOnly(**SMALL, pad_id=0, attention_window=2, dtype=policy),
+        kt.DecoderOnly(**SMALL, pad_id=0, ln_position="post", position="sinusoidal",
+                       dtype=policy),
         kt.EncoderDecoder(**SMALL, dtype=policy),
         kt.EncoderDecoder(**SMALL, ln_position="pre", position="learned",
                           tie_embeddings=False, dtype=policy),
@@ -29,12 +31,14 @@ def _models(policy):
 def _inputs(model):
     rng = np.random.default_rng(0)
     ids = rng.integers(1, VOCAB, size=(3, 8)).astype("int32")
-    ids[0] = 0  # a fully padded row
-    ids[1, 4:] = 0  # a partly padded row
+    ids[0] = 0  # a fully padded row: no query has a key to read
+    ids[1, 4:] = 0  # a right-padded row
+    assert model.config.pad_id == 0
     if isinstance(model, kt.EncoderDecoder):
         source = rng.integers(1, VOCAB, size=(3, 6)).astype("int32")
         source[2] = 0  # a real target reading a fully padded source
         return {"source": source, "target": ids}, ids
+    ids[2, :3] = 0  # a left-padded row: its first queries have no key to read
     return ids, ids
 
 
@@ -87,18 +91,27 @@ def _logits_and_gradients(model, inputs, labels):
 
 
 @pytest.mark.parametrize("mode", ["causal", "banded"])
-def test_4096_token_sequences_stay_finite(mode):
-    length = 4096
+def test_4096_token_sequences_stay_finite_and_padding_changes_no_real_position(mode):
+    length, pad = 4096, 100
     model = kt.DecoderOnly(
         vocab_size=VOCAB, num_layers=1, d_model=8, num_heads=1, d_ff=16,
         max_length=length, dropout=0.0, attention_window=64 if mode == "banded" else None,
-        banded_layers="all",
+        banded_layers="all", pad_id=0,
     )
     assert model.blocks[0].self_attention.mode == mode
-    ids = np.random.default_rng(0).integers(1, VOCAB, size=(1, length)).astype("int32")
-    ids[0, -100:] = 0  # padded tail
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, VOCAB, size=(2, length)).astype("int32")
+    ids[0, :pad] = 0  # left-padded: its first 100 queries have no key to read
+    ids[1, -pad:] = 0  # right-padded tail
     logits = ops.convert_to_numpy(model(ids))
-    assert logits.shape == (1, length, VOCAB)
+    assert logits.shape == (2, length, VOCAB)
     assert np.all(np.isfinite(logits))
     # Distant positions still produce distinct, non-degenerate outputs.
-    assert np.abs(logits[0, -101] - logits[0, 0]).max() > 0
+    assert np.abs(logits[1, -pad - 1] - logits[1, 0]).max() > 0
+    # Padding is masked, not read: other ids at the padded positions, marked padding by a
+    # `padding_mask`, leave every real position's logits as they were. Row 0's first real
+    # queries (within the 64-token band of the padding) would read them otherwise.
+    real = ids != 0
+    other = np.where(real, ids, rng.integers(1, VOCAB, size=ids.shape)).astype("int32")
+    relabeled = ops.convert_to_numpy(model(other, padding_mask=real))
+    np.testing.assert_allclose(relabeled[real], logits[real], atol=1e-5)

@@ -13,7 +13,7 @@ CORPUS = [
 @pytest.fixture(scope="session")
 def message_tokenizer():
     """A SentencePiece vocabulary with the placeholder slot symbols."""
-    return kt.data.train_sentencepiece(CORPUS * 10, vocabulary_size=120, placeholder_slots=True)
+    return kt.data.train_sentencepiece(CORPUS * 10, vocab_size=120, placeholder_slots=True)
 
 
 @pytest.fixture

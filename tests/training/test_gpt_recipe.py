@@ -103,3 +103,44 @@ def test_decay_mask_takes_the_learning_rate_first_and_adds_further_patterns():
     layer = keras.layers.Dense(2)
     layer.build((None, 3))
     assert [optimizer._use_weight_decay(v) for v in layer.weights] == [False, False]
+
+
+def test_a_callback_list_is_used_as_it_is_and_the_schedule_is_still_sized():
+    x, y = _data()
+    model = _model()
+    model.compile()
+    batches = []
+    probe = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: batches.append(batch))
+    callbacks = keras.callbacks.CallbackList([probe], add_history=True, model=model,
+                                             epochs=EPOCHS, steps=ROWS // BATCH)
+    history = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, verbose=0, callbacks=callbacks)
+    schedule = model.optimizer._learning_rate
+    assert (schedule.total_steps, schedule.warmup_steps) == (8, 0)
+    assert batches == [0, 1, 2, 3] * EPOCHS  # the user's callbacks ran
+    assert len(history.history["loss"]) == EPOCHS
+    assert [type(c) for c in callbacks.callbacks].count(kt.training.ScheduleFromFit) == 1
+    # A list made without the run's length cannot size the schedule: fit says what to pass.
+    model = _model()
+    model.compile()
+    with pytest.raises(ValueError, match="CallbackList"):
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
+                  callbacks=keras.callbacks.CallbackList([probe], model=model))
+
+
+def test_mixed_float16_trains_with_the_default_recipe():
+    """Keras wraps the recipe's AdamW in a LossScaleOptimizer; fit still sizes its schedule."""
+    keras.config.set_dtype_policy("mixed_float16")
+    x, y = _data()
+    model = _model()
+    model.compile()
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    before = model.evaluate(x, y, batch_size=BATCH, verbose=0, return_dict=True)["loss"]
+    history = model.fit(x, y, batch_size=BATCH, epochs=4, verbose=0)
+    schedule = model.optimizer.inner_optimizer._learning_rate
+    assert schedule.total_steps == 4 * ROWS // BATCH
+    assert int(model.optimizer.inner_optimizer.iterations) == 4 * ROWS // BATCH
+    losses = history.history["loss"]
+    assert np.all(np.isfinite(losses))
+    after = model.evaluate(x, y, batch_size=BATCH, verbose=0, return_dict=True)["loss"]
+    assert after < before - 0.05, (before, after)
