@@ -36,6 +36,17 @@ from keras_transformer.layers import sublayer_call
 
 _active = threading.local()  # the compiled torch loop pass of the running CompiledLoop
 
+INDUCTOR_OPTIONS = {"cpp.vec_isa_ok": False}
+"""Inductor settings of the compiled torch decode step: no SIMD in its CPU kernels.
+
+Inductor's vectorized CPU code for the sampler's fused kernel (the int32 noise hash,
+the Gumbel logs and the argmax in one loop) corrupts memory in torch 2.13 and 2.14:
+`SystemError: <built-in function kernel> returned a result with an exception set`
+when the sampler is compiled alone, a segmentation fault inside the decode loop
+(`tests/generation/test_torch_compiled_decode.py` reaches it through the loop). Scalar CPU
+kernels compute the same; CUDA kernels (Triton) do not read this setting.
+"""
+
 
 class CompiledLoop:
     """`fn(*tensors)` compiled for the backend; `traces` counts its compilations.
@@ -111,7 +122,7 @@ class CompiledLoop:
 
             def counting_inductor(graph, example_inputs):
                 self.traces += 1  # Dynamo hands its backend each graph it makes, once
-                return torch._inductor.compile(graph, example_inputs)
+                return torch._inductor.compile(graph, example_inputs, options=INDUCTOR_OPTIONS)
 
             # Its own code object: Dynamo keeps compiled graphs, and counts recompilations
             # against its limit, per code object; so each setting gets its own budget.

@@ -61,3 +61,24 @@ def test_compiled_beam_search_matches_eager_and_compiles_once():
         np.testing.assert_array_equal(got.ids, want.ids)
         np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-5)
     assert compilations(compiled) == 1
+
+
+@pytest.mark.parametrize("vocab,batch,sampler", [
+    (32, 1, Sampler(top_k=8, seed=1)),
+    (64, 3, Sampler(temperature=0.8, seed=2)),
+    (128, 2, Sampler(top_p=0.9, seed=3)),
+    (40, 4, Sampler(top_k=10, top_p=0.8, temperature=1.3, seed=4)),
+], ids=["v32-b1-top_k", "v64-b3-temperature", "v128-b2-top_p", "v40-b4-top_k-top_p"])
+def test_compiled_sampling_matches_eager_over_vocabularies_batches_and_samplers(
+    vocab, batch, sampler
+):
+    """Inductor's vectorized CPU kernel for the fused noise hash + argmax crashed the
+    process (segmentation fault) at vocabularies 32 and 64; 128 and top-p never finished
+    compiling. The decode step compiles without SIMD (`compiled.INDUCTOR_OPTIONS`)."""
+    eager, compiled = _twins(lambda: kt.DecoderOnly(
+        vocab_size=vocab, num_layers=2, d_model=32, num_heads=4, d_ff=64, max_length=32))
+    prompts = np.random.default_rng(vocab).integers(0, vocab, size=(batch, 3))
+    want = eager.generate(prompts, max_new_tokens=5, sampler=sampler)
+    got = compiled.generate(prompts, max_new_tokens=5, sampler=sampler)
+    np.testing.assert_array_equal(got, want)
+    assert compilations(compiled) == 1
