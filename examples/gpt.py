@@ -50,7 +50,7 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=100, help="at most this many epochs")
     parser.add_argument("--minutes", type=float, default=None, help="training time budget")
     parser.add_argument("--steps", type=int, default=None,
-                        help="train exactly this many steps (equal training on any machine)")
+                        help="train at most this many steps (equal training on any machine)")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--new-tokens", type=int, default=64, help="tokens per sample")
     parser.add_argument("--mixed-precision", action="store_true", help="bfloat16 compute")

@@ -63,8 +63,6 @@ def train_sentencepiece(texts, vocab_size, model_type="unigram", keep_whitespace
     validation.check_choice("model_type", model_type, ("unigram", "bpe"))
     validation.check_bool("keep_whitespace", keep_whitespace)
     validation.check_bool("placeholder_slots", placeholder_slots)
-    sentencepiece = require("sentencepiece", "train_sentencepiece")
-    tokenizers = require("keras_hub.tokenizers", "train_sentencepiece")
 
     options = dict(
         model_type=model_type,
@@ -101,6 +99,8 @@ def train_sentencepiece(texts, vocab_size, model_type="unigram", keep_whitespace
             + (", 256 bytes for keep_whitespace" if options.get("byte_fallback") else "")
             + f"); received {vocab_size}."
         )
+    sentencepiece = require("sentencepiece", "train_sentencepiece")
+    tokenizers = require("keras_hub.tokenizers", "train_sentencepiece")
     writer = io.BytesIO()
     try:
         sentencepiece.SentencePieceTrainer.train(

@@ -40,11 +40,13 @@ INDUCTOR_OPTIONS = {"cpp.vec_isa_ok": False}
 """Inductor settings of the compiled torch decode step: no SIMD in its CPU kernels.
 
 Inductor's vectorized CPU code for the sampler's fused kernel (the int32 noise hash,
-the Gumbel logs and the argmax in one loop) corrupts memory in torch 2.13 and 2.14:
+the Gumbel logs and the argmax in one loop) corrupts memory in torch 2.13.0 (the
+version tested):
 `SystemError: <built-in function kernel> returned a result with an exception set`
 when the sampler is compiled alone, a segmentation fault inside the decode loop
 (`tests/generation/test_torch_compiled_decode.py` reaches it through the loop). Scalar CPU
-kernels compute the same; CUDA kernels (Triton) do not read this setting.
+kernels compute the same, for every setting (greedy and beam search too, whose speed on
+a CPU this may lower); CUDA kernels (Triton) do not read this setting.
 """
 
 

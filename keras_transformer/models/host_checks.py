@@ -12,6 +12,7 @@ NaN loss instead.
 import numpy as np
 
 from keras_transformer import validation
+from keras_transformer.training.label_smoothed_cross_entropy import LabelSmoothedCrossEntropy
 
 
 def _arrays(x, name):
@@ -27,10 +28,12 @@ def _arrays(x, name):
 def check_arrays(model, x, y=None):
     """Checks NumPy inputs and labels of `model.fit/evaluate/predict`.
 
-    Inputs must be integer ids of shape `(batch, length)` in `[0, vocab_size)`;
-    labels must lie in the same range and have the shape of the ids they are
-    predicted from (the decoder-only ids, the encoder-decoder's `"target"`).
-    Anything that is not a NumPy array is left to the step.
+    Inputs must be integer ids of shape `(batch, length)` in `[0, vocab_size)`.
+    Rank-2 labels must have the shape of the ids they are predicted from (the
+    decoder-only ids, the encoder-decoder's `"target"`) and, when the model is
+    compiled with the library's `LabelSmoothedCrossEntropy` (the recipes'
+    loss), lie in the same range. Anything that is not a NumPy array, and
+    labels of another rank, are left to the step and its loss.
 
     Args:
         model: a `DecoderOnly` or `EncoderDecoder`.
@@ -43,6 +46,7 @@ def check_arrays(model, x, y=None):
     Example:
     >>> import numpy as np, keras_transformer as kt
     >>> model = kt.DecoderOnly(vocab_size=10, num_layers=1, d_model=8, num_heads=2, d_ff=16)
+    >>> model.compile()  # the recipe's LabelSmoothedCrossEntropy
     >>> check_arrays(model, np.ones((2, 4), "int32"), np.full((2, 4), 10))
     Traceback (most recent call last):
     ...
@@ -52,8 +56,11 @@ def check_arrays(model, x, y=None):
     inputs = dict(_arrays(x, "x"))
     for name, ids in inputs.items():
         validation.check_token_ids(name, ids, vocab_size)
-    if not isinstance(y, np.ndarray):
-        return
+        if ids.shape[0] == 0:
+            raise ValueError(f"`{name}` must hold at least one row (batch >= 1); received "
+                             f"shape {ids.shape}.")
+    if not isinstance(y, np.ndarray) or y.ndim != 2:
+        return  # e.g. (B, T, V) soft labels or (B, T, 1) ids: the compiled loss decides
     target = "x['target']" if isinstance(x, dict) else "x"
     if target in inputs and y.shape != inputs[target].shape:
         raise ValueError(
@@ -61,8 +68,19 @@ def check_arrays(model, x, y=None):
             f"input position (the token that follows it); received shape {y.shape}. "
             "kt.training.next_token_windows and translation_pairs make matching pairs."
         )
-    if y.size and (y.min() < 0 or y.max() >= vocab_size):
+    # The library's loss reads every label as a token id; another loss may take others
+    # (e.g. SparseCategoricalCrossentropy(ignore_class=-100)).
+    if isinstance(getattr(model, "loss", None), LabelSmoothedCrossEntropy) and y.size and (
+            y.min() < 0 or y.max() >= vocab_size):
         raise ValueError(
             f"`y` must lie in [0, vocab_size={vocab_size}); received ids from "
             f"{y.min():g} to {y.max():g}."
         )
+
+
+def check_fit_arrays(model, x, y, validation_data):
+    """`check_arrays` for `fit`'s training arrays and its `validation_data` tuple."""
+    check_arrays(model, x, y)
+    if isinstance(validation_data, (tuple, list)) and 1 <= len(validation_data) <= 3:
+        check_arrays(model, validation_data[0],
+                     validation_data[1] if len(validation_data) > 1 else None)

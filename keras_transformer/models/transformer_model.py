@@ -239,10 +239,12 @@ class TransformerModel(keras.Model):
         cosine runs over this call's steps, `(epochs - initial_epoch) *
         steps_per_epoch` (`ScheduleFromFit`); data of unknown length then needs
         `steps_per_epoch` (a ValueError says so). A schedule that already has a
-        length keeps it. NumPy inputs and labels are checked on the host first
-        (`host_checks.check_arrays`: ids in the vocabulary, labels of the
-        inputs' shape), and the run stops at the first NaN or infinite loss
-        with a warning that names the usual causes (`StopOnNonFiniteLoss`).
+        length keeps it. NumPy inputs and labels (`validation_data` too) are
+        checked on the host first (`host_checks.check_arrays`: ids in the
+        vocabulary, labels of the inputs' shape), and the run stops at the first
+        NaN or infinite loss with a warning that names the usual causes
+        (`StopOnNonFiniteLoss`, which reads the loss each batch; pass your own
+        `StopOnNonFiniteLoss` or `keras.callbacks.TerminateOnNaN` to replace it).
 
         Args:
             x: inputs, as for `keras.Model.fit`.
@@ -254,20 +256,28 @@ class TransformerModel(keras.Model):
             *args: `keras.Model.fit`'s further positional arguments.
             **kwargs: any other `keras.Model.fit` argument.
         """
-        host_checks.check_arrays(self, x, y)
-        added = [StopOnNonFiniteLoss()]
+        host_checks.check_fit_arrays(self, x, y, kwargs.get("validation_data"))
+        given = list(callbacks.callbacks if isinstance(callbacks, keras.callbacks.CallbackList)
+                     else [callbacks] if isinstance(callbacks, keras.callbacks.Callback)
+                     else callbacks or [])
+        added = []
+        if not any(isinstance(c, (StopOnNonFiniteLoss, keras.callbacks.TerminateOnNaN))
+                   for c in given):  # the user's own NaN callback replaces ours
+            added.append(StopOnNonFiniteLoss())
         schedule = sizable_schedule(getattr(self, "optimizer", None))
-        if schedule is not None:
+        if schedule is not None and not any(
+                isinstance(c, ScheduleFromFit) and c.schedule is schedule for c in given):
             added.append(ScheduleFromFit(schedule))
         if isinstance(callbacks, keras.callbacks.CallbackList):  # fit uses it as it is
             for callback in added:
                 callback.set_model(self)
                 callback.set_params(callbacks.params)
                 callbacks.callbacks.append(callback)
-        elif isinstance(callbacks, keras.callbacks.Callback):
-            callbacks = [callbacks, *added]
+            configure = getattr(callbacks, "_configure_async_dispatch", None)
+            if configure is not None:  # batch hooks now exist: Keras must not run them async
+                configure(callbacks.callbacks)
         else:
-            callbacks = [*(callbacks or []), *added]
+            callbacks = [*given, *added]
         return super().fit(x, y, batch_size, epochs, verbose, callbacks, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
