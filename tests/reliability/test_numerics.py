@@ -55,6 +55,14 @@ def test_padded_rows_give_finite_outputs_and_gradients(policy):
         assert len(grads) == len(model.trainable_weights)
         for weight, grad in zip(model.trainable_weights, grads):
             assert grad is not None and _finite(grad), (weight.path, policy)
+        if policy == "float32" and isinstance(model, kt.DecoderOnly):
+            # The padding is masked, not read: other ids in the padded positions, marked
+            # padding by a `padding_mask`, leave every real position's logits unchanged.
+            real = inputs != 0
+            other = np.where(real, inputs, 7).astype("int32")
+            relabeled = ops.convert_to_numpy(model(other, padding_mask=real))
+            np.testing.assert_allclose(relabeled[real], ops.convert_to_numpy(logits)[real],
+                                       atol=1e-5)
 
 
 def _logits_and_gradients(model, inputs, labels):
