@@ -115,9 +115,18 @@ class _EpochBatches(keras.utils.PyDataset):
         self.shuffle, self.seed = shuffle, seed
         self.epoch = 0  # complete passes made so far
         self._served = set()  # indices of this epoch's batches read during passes
+        self._between = set()  # read since the last pass ended: the next pass's, if one begins
         self._within_pass = False
         self._plan = (None, None)  # (epoch, plan) of the last epoch planned
         self._count = None
+        # (smallest, largest) token id of any batch: `fit` compares it with the model's
+        # vocabulary before a step runs (`models.host_checks`).
+        self.token_id_range = None
+
+    def _record_id_range(self, arrays):
+        arrays = [array for array in arrays if array.size]
+        self.token_id_range = (int(min(array.min() for array in arrays)),
+                               int(max(array.max() for array in arrays))) if arrays else None
 
     def _check_not_empty(self, reason):
         self._count = len(self.plan(0))
@@ -155,11 +164,14 @@ class _EpochBatches(keras.utils.PyDataset):
 
     def __getitem__(self, index):
         batch = self.batch(self.epoch, index)
-        if self._within_pass:
-            self._served.add(index)
+        (self._served if self._within_pass else self._between).add(index)
         return batch
 
     def on_epoch_begin(self):
+        # A prefetching reader (Keras' tf.data carrier of a PyDataset) may read the next
+        # pass's first batches before that pass begins: they are that pass's.
+        self._served |= self._between
+        self._between = set()
         self._within_pass = True
 
     def on_epoch_end(self):
@@ -167,9 +179,13 @@ class _EpochBatches(keras.utils.PyDataset):
 
         Reads count between `on_epoch_begin` and `on_epoch_end` (a pass of
         `fit`) and add up over partial passes (`fit(steps_per_epoch=...)`, or
-        the batch `fit` reads to build the model); reads outside a pass do not
-        count.
+        the batch `fit` reads to build the model). Reads outside a pass count
+        toward the next pass if one begins before another `on_epoch_end`: under
+        TensorFlow, Keras prefetches a `PyDataset`'s batches, and with
+        `steps_per_epoch` the reader of one pass goes on into the next.
         """
+        if not self._within_pass:
+            self._between = set()  # no pass took them
         self._within_pass = False
         if len(self._served) == len(self):
             self.epoch += 1
@@ -201,6 +217,10 @@ class TranslationBatches(_EpochBatches):
         seed: shuffling seed.
         drop_remainder: drop each bucket's last partial batch (fewer compiled
             shapes); default: the value of `shuffle` (training).
+
+    Attributes:
+        token_id_range: `(smallest, largest)` token id in any batch; `fit`
+            refuses the data before a step if the model's vocabulary lacks one.
 
     Raises:
         ValueError: an argument is invalid, or no batch can be made.
@@ -244,6 +264,7 @@ class TranslationBatches(_EpochBatches):
                            dtype="int64")
         self.lengths = np.array(bucket_lengths(max_length, bucket_width))
         self._bucket_of = np.searchsorted(self.lengths, longest)  # smallest bucket that fits
+        self._record_id_range([*self.sources, *self.labels, np.array([PAD_ID, START_ID])])
         self._check_not_empty(
             f"{len(self.sources)} of {len(pairs)} pairs fit `max_length` {max_length}"
             + (f", and with `drop_remainder` a bucket of length L needs `tokens_per_batch` "
@@ -289,6 +310,10 @@ class LanguageModelBatches(_EpochBatches):
         seed: shuffling seed.
         separator_id: token put after each text (None for none).
 
+    Attributes:
+        token_id_range: `(smallest, largest)` token id in any batch; `fit`
+            refuses the data before a step if the model's vocabulary lacks one.
+
     Raises:
         ValueError: an argument is invalid, or no batch can be made.
 
@@ -316,6 +341,7 @@ class LanguageModelBatches(_EpochBatches):
                 stream.append(np.array([separator_id], dtype="int32"))
         stream = np.concatenate(stream or [np.zeros((0,), "int32")])
         self.inputs, self.targets = next_token_windows(stream, sequence_length)  # (N, T) each
+        self._record_id_range([self.inputs, self.targets])
         self._check_not_empty(
             f"`batch_size` ({batch_size}) is more than the {len(self.inputs)} windows of "
             f"`sequence_length` {sequence_length} the texts make")

@@ -31,7 +31,9 @@ def as_tf_dataset(batches):
         batches: a `TranslationBatches` or `LanguageModelBatches`.
 
     Returns:
-        A `tf.data.Dataset` of known cardinality.
+        A `tf.data.Dataset` of known cardinality, with the batches'
+        `token_id_range`, which `fit` checks against the model's vocabulary.
+        A dataset made from it (`.map`, `.prefetch`) no longer carries it.
 
     Example:
     >>> from keras_transformer.data import LanguageModelBatches
@@ -59,7 +61,9 @@ def as_tf_dataset(batches):
     signature = tf.nest.map_structure(
         lambda array: tf.TensorSpec((None,) * array.ndim, array.dtype), batches.batch(0, 0))
     data = tf.data.Dataset.from_generator(one_epoch, output_signature=signature)
-    return data.apply(tf.data.experimental.assert_cardinality(count))
+    data = data.apply(tf.data.experimental.assert_cardinality(count))
+    data.token_id_range = batches.token_id_range  # read by `fit` (models.host_checks)
+    return data
 
 
 def translation_dataset(

@@ -4,9 +4,11 @@ A compiled step (JAX's, TensorFlow's) does not check its inputs: a token id or
 a label outside the vocabulary gathers garbage and turns the loss, and then
 every weight, into NaN without an error. Arrays the user hands to `fit`
 are still on the host, where checking their ids costs one pass over them and
-no device sync; datasets and generators are not looked into (their batches
-are made on the fly), and `StopOnNonFiniteLoss` stops such a run at the first
-NaN loss instead.
+no device sync. The library's batches (`TranslationBatches`,
+`LanguageModelBatches` and the `tf.data` pipelines made from them) record the
+range of their token ids when they tokenize, which is checked instead. Other
+datasets and generators are not looked into (their batches are made on the
+fly), and `StopOnNonFiniteLoss` stops such a run at the first NaN loss.
 """
 
 import numpy as np
@@ -25,7 +27,7 @@ def _arrays(x, name):
     return []
 
 
-def check_arrays(model, x, y=None):
+def check_arrays(model, x, y=None, names=("x", "y")):
     """Checks NumPy inputs and labels of `model.fit/evaluate/predict`.
 
     Inputs must be integer ids of shape `(batch, length)` in `[0, vocab_size)`.
@@ -39,6 +41,7 @@ def check_arrays(model, x, y=None):
         model: a `DecoderOnly` or `EncoderDecoder`.
         x: what was passed as `x`.
         y: what was passed as `y`, or None.
+        names: what the messages call `x` and `y`.
 
     Raises:
         ValueError: naming the argument, what it holds and what is allowed.
@@ -53,7 +56,16 @@ def check_arrays(model, x, y=None):
     ValueError: `y` must lie in [0, vocab_size=10); received ids from 10 to 10.
     """
     vocab_size = model.config.vocab_size
-    inputs = dict(_arrays(x, "x"))
+    x_name, y_name = names
+    id_range = getattr(x, "token_id_range", None)  # the library's batches and pipelines
+    if id_range is not None and not 0 <= id_range[0] <= id_range[1] < vocab_size:
+        smallest, largest = id_range
+        raise ValueError(
+            f"`{x_name}` ({type(x).__name__}) holds token ids from {smallest} to {largest}, "
+            f"outside the model's vocabulary [0, vocab_size={vocab_size}): build the model "
+            "with the tokenizer's vocabulary size (`vocab_size=tokenizer.vocabulary_size()`)."
+        )
+    inputs = dict(_arrays(x, x_name))
     for name, ids in inputs.items():
         validation.check_token_ids(name, ids, vocab_size)
         if ids.shape[0] == 0:
@@ -61,26 +73,44 @@ def check_arrays(model, x, y=None):
                              f"shape {ids.shape}.")
     if not isinstance(y, np.ndarray) or y.ndim != 2:
         return  # e.g. (B, T, V) soft labels or (B, T, 1) ids: the compiled loss decides
-    target = "x['target']" if isinstance(x, dict) else "x"
+    target = f"{x_name}['target']" if isinstance(x, dict) else x_name
     if target in inputs and y.shape != inputs[target].shape:
         raise ValueError(
-            f"`y` must have the shape of {target}, {inputs[target].shape}: one label per "
+            f"`{y_name}` must have the shape of {target}, {inputs[target].shape}: one label per "
             f"input position (the token that follows it); received shape {y.shape}. "
             "kt.training.next_token_windows and translation_pairs make matching pairs."
         )
     # The library's loss reads every label as a token id; another loss may take others
     # (e.g. SparseCategoricalCrossentropy(ignore_class=-100)).
-    if isinstance(getattr(model, "loss", None), LabelSmoothedCrossEntropy) and y.size and (
-            y.min() < 0 or y.max() >= vocab_size):
+    if not isinstance(getattr(model, "loss", None), LabelSmoothedCrossEntropy) or not y.size:
+        return
+    if y.dtype.kind not in "iuf" or (y.dtype.kind == "f" and not np.all(y == np.round(y))):
+        example = y.flat[np.flatnonzero(y != np.round(y))[0]] if y.dtype.kind == "f" else y.flat[0]
         raise ValueError(
-            f"`y` must lie in [0, vocab_size={vocab_size}); received ids from "
+            f"`{y_name}` must hold integer token ids; received {y.dtype} values such as "
+            f"{example!r}."
+        )
+    if y.min() < 0 or y.max() >= vocab_size:
+        raise ValueError(
+            f"`{y_name}` must lie in [0, vocab_size={vocab_size}); received ids from "
             f"{y.min():g} to {y.max():g}."
         )
 
 
 def check_fit_arrays(model, x, y, validation_data):
-    """`check_arrays` for `fit`'s training arrays and its `validation_data` tuple."""
+    """`check_arrays` for `fit`'s training data and its `validation_data`.
+
+    Args:
+        model: a `DecoderOnly` or `EncoderDecoder`.
+        x: what was passed as `x`.
+        y: what was passed as `y`, or None.
+        validation_data: what was passed as `validation_data`: a tuple
+            `(x, y[, sample_weight])`, a dataset, or None.
+    """
     check_arrays(model, x, y)
     if isinstance(validation_data, (tuple, list)) and 1 <= len(validation_data) <= 3:
         check_arrays(model, validation_data[0],
-                     validation_data[1] if len(validation_data) > 1 else None)
+                     validation_data[1] if len(validation_data) > 1 else None,
+                     names=("validation_data[0]", "validation_data[1]"))
+    elif validation_data is not None:
+        check_arrays(model, validation_data, names=("validation_data", None))

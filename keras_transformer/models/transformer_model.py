@@ -18,6 +18,9 @@ from keras_transformer.training.schedule_from_fit import ScheduleFromFit
 from keras_transformer.training.schedule_from_fit import sizable_schedule
 from keras_transformer.training.stop_on_non_finite_loss import StopOnNonFiniteLoss
 
+# Where `fit` finds `validation_data` however it was passed (by name or by position).
+_FIT_SIGNATURE = inspect.signature(keras.Model.fit)
+
 
 MODEL_ARGUMENTS = ("name", "dtype")
 """`keras.Model` arguments that `from_preset` passes on beside the preset's."""
@@ -256,7 +259,10 @@ class TransformerModel(keras.Model):
             *args: `keras.Model.fit`'s further positional arguments.
             **kwargs: any other `keras.Model.fit` argument.
         """
-        host_checks.check_fit_arrays(self, x, y, kwargs.get("validation_data"))
+        validation_data = _FIT_SIGNATURE.bind(
+            self, x, y, batch_size, epochs, verbose, callbacks, *args, **kwargs
+        ).arguments.get("validation_data")
+        host_checks.check_fit_arrays(self, x, y, validation_data)
         given = list(callbacks.callbacks if isinstance(callbacks, keras.callbacks.CallbackList)
                      else [callbacks] if isinstance(callbacks, keras.callbacks.Callback)
                      else callbacks or [])

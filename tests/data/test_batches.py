@@ -122,6 +122,24 @@ def test_the_epoch_moves_on_after_a_whole_pass_only_and_partial_passes_add_up():
     assert not np.array_equal(first[0], flat(data[0])[0])  # epoch 1 is shuffled anew
 
 
+def test_reads_a_prefetcher_makes_between_two_passes_count_toward_the_second():
+    # Keras' TensorFlow carrier prefetches: with steps_per_epoch, the reader of the first
+    # half-pass reads some of the second half after on_epoch_end, before on_epoch_begin.
+    data = language_model(batch_size=10)  # 44 batches
+    half = len(data) // 2
+    data.on_epoch_begin()
+    for index in range(half):
+        data[index]
+    data.on_epoch_end()
+    for index in range(half, half + 4):  # prefetched between the passes
+        data[index]
+    data.on_epoch_begin()
+    for index in range(half + 4, len(data)):
+        data[index]
+    data.on_epoch_end()
+    assert data.epoch == 1
+
+
 @pytest.mark.parametrize("epochs, moved_on", [(1, 0), (2, 1)])
 def test_fit_with_half_epochs_moves_on_after_two_of_them(epochs, moved_on):
     data = language_model(batch_size=10)  # 44 batches

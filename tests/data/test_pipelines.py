@@ -80,3 +80,15 @@ def test_the_batch_count_is_known_up_front_and_holds_each_epoch():
 def test_translation_arguments_are_validated(arguments, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
         kt.data.translation_dataset(PAIRS, chars, **arguments)
+
+
+def test_a_pipeline_carries_its_id_range_and_fit_refuses_a_smaller_vocabulary():
+    for batches, dataset in zip([translation(), language_model()], pipelines(chars)):
+        assert dataset.token_id_range == batches.token_id_range
+    dataset = pipelines(chars)[1]
+    largest = dataset.token_id_range[1]
+    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=largest, max_length=16)
+    model.compile()
+    with pytest.raises(ValueError, match=rf"`x` \(_AssertCardinalityDataset\) holds token ids "
+                                         rf"from \d+ to {largest}, outside the model's"):
+        model.fit(dataset, verbose=0)
