@@ -27,17 +27,11 @@ def _settings_module():
 
 def main(argv=None):
     """Chooses the backend if none is usable as set, then runs `keras_transformer.cli.main`."""
-    settings = _settings_module()
-    message = settings.missing_backend_message()
-    if message:
-        name, source = settings.configured()
-        found = settings.installed()
-        if source == "KERAS_BACKEND" or not found:
-            print(f"keras-transformer: error: {message}", file=sys.stderr)
-            return 1
-        os.environ["KERAS_BACKEND"] = found[0]
-        print(f"keras-transformer: KERAS_BACKEND is not set and the backend Keras would "
-              f"load ({name}, {source}) is not installed; using {found[0]}", file=sys.stderr)
+    ok, line = _settings_module().choose_for_command()
+    if line:
+        print(line, file=sys.stderr)
+    if not ok:
+        return 1
     from keras_transformer.cli import main as run
 
     return run(argv)

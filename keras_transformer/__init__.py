@@ -9,7 +9,7 @@ True
 
 from keras_transformer import keras_backend
 
-keras_backend.require_installed()  # one clear message instead of Keras' ImportError
+keras_backend.check_on_import()  # one clear message instead of Keras' ImportError
 
 from keras_transformer import convert  # noqa: E402
 from keras_transformer import distribution

@@ -7,7 +7,8 @@ is a framework the machine does not have, and `import keras` fails deep inside
 Keras with `No module named 'tensorflow'`. This module reads the same settings
 without importing Keras: the package's import turns that case into one
 message that says what to set, and the command line picks an installed
-backend instead (`keras_transformer_launch`, which loads this file by its path). It
+backend instead (`keras_transformer_launch`, which loads this file by its path, and
+`python -m keras_transformer`). It
 imports no backend, no Keras and nothing of the package.
 """
 
@@ -82,3 +83,51 @@ def require_installed():
     message = missing_backend_message()
     if message:
         raise ImportError(f"keras_transformer: {message}")
+
+
+def choose_for_command():
+    """For the command line: an installed backend when the one Keras would load is missing.
+
+    Sets `KERAS_BACKEND` to the first installed of `BACKENDS` when nothing
+    the user set is usable and Keras' own choice is not installed; a
+    `KERAS_BACKEND` the user set is never replaced.
+
+    Returns:
+        `(ok, line)`: whether the command can go on, and the line it prints on
+        standard error (None when there is nothing to say).
+    """
+    message = missing_backend_message()
+    if not message:
+        return True, None
+    name, source = configured()
+    found = installed()
+    if source == "KERAS_BACKEND" or not found:
+        return False, f"keras-transformer: error: {message}"
+    os.environ["KERAS_BACKEND"] = found[0]
+    return True, (f"keras-transformer: KERAS_BACKEND is not set and the backend Keras would "
+                  f"load ({name}, {source}) is not installed; using {found[0]}")
+
+
+def run_as_module():
+    """Whether this process is `python -m keras_transformer` (the command, by another name)."""
+    argv = getattr(sys, "orig_argv", [])
+    return any(flag == "-m" and module == "keras_transformer"
+               for flag, module in zip(argv, argv[1:]))
+
+
+def check_on_import():
+    """What the package's import does before Keras loads.
+
+    Run as `python -m keras_transformer`, it chooses for the command
+    (`choose_for_command`: the line goes to standard error, and an unusable
+    setting exits with status 1); imported, it raises `require_installed`'s
+    ImportError.
+    """
+    if not run_as_module():
+        require_installed()
+        return
+    ok, line = choose_for_command()
+    if line:
+        sys.stderr.write(line + "\n")
+    if not ok:
+        raise SystemExit(1)

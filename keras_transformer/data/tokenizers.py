@@ -12,6 +12,7 @@ imports it only when called, so models still build and train without it.
 """
 
 import io
+import re
 import os
 
 from keras_transformer import validation
@@ -108,6 +109,14 @@ def train_sentencepiece(texts, vocab_size, model_type="unigram", keep_whitespace
         )
     except RuntimeError as error:  # SentencePiece's own check, e.g. too few pieces
         reason = " ".join(str(error).split()).split(") ", 1)[-1]
+        floor = re.search(r"smaller than required_chars\. \d+ vs (\d+)", reason)
+        if floor:  # every character of the texts needs a piece of its own
+            needed = int(floor.group(1))
+            raise ValueError(
+                f"`vocab_size` must be at least {needed} for these texts: each of their "
+                f"{needed - reserved} distinct characters needs a piece, beside the {reserved} "
+                f"reserved ones; received {vocab_size}."
+            ) from error
         raise ValueError(
             f"SentencePiece cannot train a vocabulary of vocab_size={vocab_size} on these "
             f"texts: {reason}"

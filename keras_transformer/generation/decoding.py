@@ -108,11 +108,15 @@ def _token_array(name, ids, vocab_size):
             "Pad them to one length with the model's pad_id"
             + (" or pass `padding_mask`" if name == "prompt_ids" else "") + "."
         )
-    validation.check_token_ids(name, ids, vocab_size)
-    if ids.shape[0] == 0:
+    # Before the dtype check: NumPy makes `[]` and `[[]]` float64, which says nothing.
+    if ids.ndim >= 1 and ids.shape[0] == 0:
         raise ValueError(
             f"`{name}` must hold at least one row (batch >= 1); received shape {ids.shape}."
         )
+    if ids.size == 0:
+        raise ValueError(f"`{name}` rows must hold at least one token id (length >= 1); "
+                         f"received shape {ids.shape}.")
+    validation.check_token_ids(name, ids, vocab_size)
     return ids.astype("int32")
 
 

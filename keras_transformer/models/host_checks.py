@@ -65,6 +65,13 @@ def check_arrays(model, x, y=None, names=("x", "y")):
             f"outside the model's vocabulary [0, vocab_size={vocab_size}): build the model "
             "with the tokenizer's vocabulary size (`vocab_size=tokenizer.vocabulary_size()`)."
         )
+    if isinstance(x, dict) and not {"source", "target"} & set(x) and "token_ids" in x:
+        raise ValueError(
+            f"`{x_name}` must be one array of token ids (batch, length) for a "
+            f"{type(model).__name__}; received a dict with keys {sorted(map(str, x))}. For "
+            f"keras-hub style inputs pass {x_name}['token_ids'], with padding written as the "
+            "model's `pad_id` (masked as a key, and the recipe loss skips its labels)."
+        )
     inputs = dict(_arrays(x, x_name))
     for name, ids in inputs.items():
         validation.check_token_ids(name, ids, vocab_size)

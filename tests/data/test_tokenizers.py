@@ -72,3 +72,19 @@ def test_save_and_load_give_the_same_ids(tokenizer, tmp_path):
 def test_arguments_are_validated(arguments, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
         kt.data.train_sentencepiece(SENTENCES, **arguments)
+
+
+@pytest.mark.parametrize("keep_whitespace", [False, True])
+def test_a_vocabulary_below_the_texts_characters_names_the_real_floor(keep_whitespace):
+    texts = ["open the file"] * 10  # o p e n t h f i l and the word boundary: 10 characters
+    reserved = 4 + (2 + 256 if keep_whitespace else 0)  # specials, \n \t and the bytes
+    floor = reserved + 10
+    with pytest.raises(ValueError, match=rf"`vocab_size` must be at least {floor} for these "
+                                         rf"texts: each of their 10 distinct characters needs "
+                                         rf"a piece, beside the {reserved} reserved ones; "
+                                         rf"received {floor - 2}\."):
+        kt.data.train_sentencepiece(texts, vocab_size=floor - 2,
+                                    keep_whitespace=keep_whitespace)
+    tokenizer = kt.data.train_sentencepiece(texts, vocab_size=floor,
+                                            keep_whitespace=keep_whitespace)
+    assert tokenizer.vocabulary_size() == floor

@@ -248,6 +248,17 @@ CASES = [
      r"`beta` \(the coverage penalty\) ranks beam search's hypotheses: it needs a beam_size"),
     ("generate-empty-batch", lambda: gpt().generate(np.ones((0, 2), "int32")), ValueError,
      r"`prompt_ids` must hold at least one row \(batch >= 1\); received shape \(0, 2\)"),
+    ("generate-empty-list", lambda: gpt().generate([]), ValueError,
+     r"`prompt_ids` must hold at least one row \(batch >= 1\); received shape \(0,\)"),
+    ("generate-empty-rows", lambda: transformer().generate([[]]), ValueError,
+     r"`source_ids` rows must hold at least one token id \(length >= 1\); received shape "
+     r"\(1, 0\)"),
+    ("fit-keras-hub-dict",
+     lambda: gpt().fit({"token_ids": ids((2, 4), 5), "padding_mask": np.ones((2, 4), bool)},
+                       ids((2, 4), 5), verbose=0), ValueError,
+     r"`x` must be one array of token ids \(batch, length\) for a DecoderOnly; received a "
+     r"dict with keys \['padding_mask', 'token_ids'\]. For keras-hub style inputs pass "
+     r"x\['token_ids'\]"),
     ("generate-start-id-is-padding",
      lambda: transformer().generate(prompt(5), start_id=0), ValueError,
      r"`start_id` must differ from `pad_id` .*; received both 0"),
