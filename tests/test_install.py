@@ -108,8 +108,10 @@ def test_each_readme_cpu_line_builds_trains_generates_and_reloads(label, wheel, 
         "ImportError: keras_transformer: no Keras backend is set and Keras' default, "
         f"tensorflow, is not installed: set KERAS_BACKEND={backend}")
     # The command, by its script or as `python -m keras_transformer`, behaves the same.
-    for command in ([str(venv / "bin" / "keras-transformer")],
-                    [python, "-m", "keras_transformer"]):
+    # Each with a KERAS_HOME of its own: Keras writes a keras.json there when it first loads.
+    for home, command in enumerate(([str(venv / "bin" / "keras-transformer")],
+                                    [python, "-m", "keras_transformer"])):
+        bare["KERAS_HOME"] = str(tmp_path / f"keras_home_{home}")
         chosen = subprocess.run([*command, "--version"], cwd=tmp_path, capture_output=True,
                                 text=True, timeout=300, env=bare)
         assert chosen.returncode == 0, chosen.stderr[-3000:]
