@@ -8,17 +8,21 @@ keras-transformer translate-po de.po --model translator.keras -o de.translated.p
 
 `python -m keras_transformer` runs the same. Errors are one line on standard
 error, `keras-transformer: error: ...`, with exit status 1 (2 for a wrong
-command line).
+command line). Output cut short by its reader (`... | head -2`) ends the
+command quietly, as it ends other Unix tools.
 """
 
 import argparse
 import contextlib
 import os
+import stat
 import sys
+import zipfile
 
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
-from keras_transformer.optional_dependencies import require
+from keras_transformer.messages.po_file import PoSyntaxError
+from keras_transformer.messages.po_file import read_po
 from keras_transformer.tasks.translation import Translation
 
 PROG = "keras-transformer"
@@ -48,6 +52,12 @@ def _positive_int(text):
     return value
 
 
+def _path(text):
+    if not text:
+        raise argparse.ArgumentTypeError("must be a path, got an empty string")
+    return text
+
+
 def _one_line(error):
     """An exception's message on one line."""
     text = " ".join(str(error).split())
@@ -67,7 +77,9 @@ def load_translator(path):
 
     Raises:
         FileNotFoundError: there is no file at `path`.
-        ValueError: the file is not a Keras model, or the model is not a Translator.
+        PermissionError: the file cannot be read.
+        ValueError: the file is empty, is not a complete `.keras` archive, is
+            not a Keras model, or the model is not a Translator.
 
     Example:
     >>> load_translator("/nonexistent/translator.keras")
@@ -77,6 +89,13 @@ def load_translator(path):
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(2, "No such file or directory", path)
+    with open(path, "rb"):  # PermissionError here, not a Keras message about a missing file
+        pass
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"{path} is empty (0 bytes), not a .keras model")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is not a .keras model: a .keras file is a zip archive, and "
+                         "this one is not (or it was cut short while being copied)")
     import keras
 
     from keras_transformer.tasks import Translator  # registered: load_model can build it
@@ -102,8 +121,15 @@ def _load(path):
 
 
 def _check_model_file(path):
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise CommandError(f"model file not found: {path}; {_MODEL_HINT}")
+    if not os.path.isfile(path):
+        raise CommandError(f"the model {path} is not a file; {_MODEL_HINT}")
+
+
+def _option_names(error):
+    """A library error's message with its argument names as the command's options."""
+    return _one_line(error).replace("`beam_size`", "--beam-size").replace("beam_size", "--beam-size")
 
 
 def _read_lines(stream):
@@ -126,15 +152,29 @@ def _translations(translator, texts, beam_size, n_best, progress):
                     to_model, beam_size=beam_size, num_return=n_best, progress=progress
                 )
         except ValueError as error:
-            raise CommandError(_one_line(error)) from None
+            raise CommandError(_option_names(error)) from None
         found = dict(zip(to_model, results))
     # An empty line stays empty: n of them keep the n-best lines aligned.
     return [found[text] if text else [Translation("", 0.0)] * n_best for text in texts]
 
 
+def _check_decoded(texts, where):
+    """Refuses text with bytes the locale's encoding could not decode (kept as surrogates)."""
+    for number, text in enumerate(texts, 1):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            code = ord(text[error.start])
+            byte = f"0x{code - 0xDC00:02X}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+            raise CommandError(
+                f"{where} {number} is not {sys.getfilesystemencoding().upper()} text (byte "
+                f"{byte} at character {error.start}); pass UTF-8 text, or run under a locale "
+                "of its encoding") from None
+
+
 def _run_translate(args):
+    _check_decoded(args.texts, "TEXT argument")
     _check_model_file(args.model)
-    translator = _load(args.model)
     try:
         texts = args.texts if args.texts else _read_lines(sys.stdin)
     except UnicodeDecodeError as error:
@@ -142,8 +182,11 @@ def _run_translate(args):
             f"cannot decode standard input ({_one_line(error)}); pass UTF-8 text "
             "or set PYTHONIOENCODING to its encoding"
         ) from None
+    translator = _load(args.model)
     results = _translations(translator, texts, args.beam_size, args.n_best or 1, args.progress)
-    for found in results:
+    for number, found in enumerate(results, 1):
+        for note in dict.fromkeys(note for translation in found for note in translation.notes):
+            print(f"{PROG}: note: text {number}: {note}", file=sys.stderr)
         if args.n_best is None:
             print(found[0].text)
             continue
@@ -158,19 +201,28 @@ def _same_file(first, second):
     return os.path.realpath(first) == os.path.realpath(second)
 
 
-def _check_paths(source, output):
-    """Everything about the two paths that can be refused before any work."""
+def _check_paths(source, output, model):
+    """Everything about the paths that can be refused before any work."""
     if not os.path.isfile(source):
         raise CommandError(f"catalog not found: {source}; pass the path of an existing .po file")
     if not os.access(source, os.R_OK):
         raise CommandError(f"cannot read the catalog {source}: permission denied")
+    if output == "-":
+        return
     if _same_file(source, output):
         raise CommandError(
             f"the output {output} is the input {source}; pass -o another file "
             "(the input is never overwritten)"
         )
+    if _same_file(model, output):
+        raise CommandError(f"the output {output} is the model {model}; pass -o another file "
+                           "(the model is never overwritten)")
     if os.path.isdir(output):
         raise CommandError(f"the output {output} is a folder; pass -o the path of a .po file")
+    if os.path.exists(output) and not stat.S_ISREG(os.stat(output).st_mode):
+        raise CommandError(f"the output {output} is not a regular file (a device, a pipe or a "
+                           "socket, which writing would replace); pass -o a file path, or - "
+                           "for standard output")
     folder = os.path.dirname(os.path.realpath(output))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
         raise CommandError(f"cannot write {output}: its folder {folder} does not exist or is not writable")
@@ -178,16 +230,26 @@ def _check_paths(source, output):
 
 def _read_catalog(path):
     try:
-        return require("polib", "keras-transformer translate-po").pofile(path)
-    except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
-        raise CommandError(
-            f"cannot read the catalog {path}: {_one_line(error)}; "
-            f"check it with 'msgfmt --check -o /dev/null {path}'"
-        ) from None
+        return read_po(path)
+    except PoSyntaxError as error:  # already "file:line: what"
+        raise CommandError(_one_line(error)) from None
+    except OSError as error:
+        raise CommandError(f"cannot read the catalog {path}: "
+                           f"{error.strerror or _one_line(error)}") from None
+
+
+def _write(catalog, output):
+    if output != "-":
+        write_catalog(catalog, output)
+        return
+    data = catalog.text().encode(catalog.encoding)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
 
 
 def _run_translate_po(args):
-    _check_paths(args.input, args.output)
+    _check_paths(args.input, args.output, args.model)
     _check_model_file(args.model)
     catalog = _read_catalog(args.input)
     translator = _load(args.model)
@@ -198,9 +260,9 @@ def _run_translate_po(args):
                 progress=args.progress,
             )
     except ValueError as error:
-        raise CommandError(_one_line(error)) from None
+        raise CommandError(_option_names(error)) from None
     try:
-        write_catalog(catalog, args.output)
+        _write(catalog, args.output)
     except (OSError, ValueError) as error:
         raise CommandError(f"cannot write {args.output}: {_one_line(error)}") from None
     print(f"{args.output}: {report.summary()}", file=sys.stderr)
@@ -269,8 +331,10 @@ def build_parser():
     )
     catalog.add_argument("input", metavar="INPUT.po", help="the catalog to translate (left unchanged)")
     catalog.add_argument(
-        "-o", "--output", required=True, metavar="OUTPUT.po",
-        help="where to write the translated catalog (not INPUT; written atomically)",
+        "-o", "--output", required=True, metavar="OUTPUT.po", type=_path,
+        help="where to write the translated catalog, - for standard output: a new file, or "
+        "an existing one, which is replaced (as msgcat and msgmerge replace theirs); never "
+        "INPUT or the model; written atomically",
     )
     catalog.add_argument(
         "--language", metavar="CODE",
@@ -320,3 +384,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"{PROG}: error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader left (`| head`): nothing more can be written, and Python would report
+        # the failed flush of standard output at exit; send that flush nowhere.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a tool that SIGPIPE ended

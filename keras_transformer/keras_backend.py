@@ -90,12 +90,16 @@ def choose_for_command():
 
     Sets `KERAS_BACKEND` to the first installed of `BACKENDS` when nothing
     the user set is usable and Keras' own choice is not installed; a
-    `KERAS_BACKEND` the user set is never replaced.
+    `KERAS_BACKEND` the user set is never replaced. Also sets
+    `TF_CPP_MIN_LOG_LEVEL=3` unless it is set.
 
     Returns:
         `(ok, line)`: whether the command can go on, and the line it prints on
         standard error (None when there is nothing to say).
     """
+    # The command's errors are one line: TensorFlow's C++ start-up logs (CUDA probing,
+    # oneDNN notes) stay off standard error unless the user asks for them.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     message = missing_backend_message()
     if not message:
         return True, None

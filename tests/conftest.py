@@ -31,3 +31,18 @@ def attention_kernel_calls(monkeypatch):
 
     monkeypatch.setattr(ops, "dot_product_attention", recording)
     return calls
+
+
+# Lines a test records with `record_property("summary", line)`: printed at the end of the run
+# (also from xdist workers), for figures a user reads, such as the catalog round trip's counts.
+_SUMMARIES = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _SUMMARIES.extend(value for name, value in report.user_properties if name == "summary")
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in _SUMMARIES:
+        terminalreporter.write_line(line)

@@ -46,8 +46,9 @@ class Fake:
         self.target_language = target_language
         self.calls = []
 
-    def translations(self, texts, beam_size=4, num_return=1, progress=False):
+    def translations(self, texts, beam_size=4, num_return=1, progress=False, format_flags=None):
         self.calls.append((list(texts), beam_size, num_return))
+        self.format_flags = format_flags
         found = []
         for text in texts:
             lead, core, trail = re.fullmatch(r"(\s*)(.*?)(\s*)", text, re.S).groups()
@@ -190,11 +191,12 @@ def test_model_that_is_not_a_translator(capsys, catalog, tmp_path):
 
 @pytest.mark.parametrize("name,contents,contains", [
     ("missing.po", None, "catalog not found"),
-    ("syntax.po", b'msgid "a"\nmsgstr "b"\nnot a catalog line\n', "Syntax error in po file"),
-    ("quote.po", b'msgid "a "quoted" word"\nmsgstr ""\n', "unescaped double quote"),
+    ("syntax.po", b'msgid "a"\nmsgstr "b"\nnot a catalog line\n', "syntax.po:3:1: syntax error"),
+    ("quote.po", b'msgid "a "quoted" word"\nmsgstr ""\n', "quote.po:1:11: syntax error"),
     ("charset.po", b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
-                   b'msgid "a"\nmsgstr "\xf6"\n', "cannot read the catalog"),
-    ("binary.po", b"\xde\x12\x04\x95\x00\x00\x00\x00", "cannot read the catalog"),
+                   b'msgid "a"\nmsgstr "\xf6"\n', "charset.po:6:9: invalid multibyte sequence"),
+    ("binary.po", b"\xde\x12\x04\x95\x00\x00\x00\x00", "a compiled .mo catalog, not a .po file; "
+                                                   "decompile it first: msgunfmt"),
 ])
 def test_bad_catalogs(capsys, fake, model, tmp_path, name, contents, contains):
     path = tmp_path / name
@@ -205,12 +207,12 @@ def test_bad_catalogs(capsys, fake, model, tmp_path, name, contents, contains):
     assert fake.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason="polib 1.2 reads 'msgid \"abc' (no closing quote) as msgid 'ab'")
 def test_unterminated_string_is_refused(capsys, fake, model, tmp_path):
+    """polib 1.2 read `msgid "unterminated` as `unterminate`; msgfmt refuses it, and so do we."""
     path = tmp_path / "unterminated.po"
     path.write_bytes(b'msgid "unterminated\nmsgstr ""\n')
     assert_failed_cleanly(capsys, ["translate-po", path, "--model", model, "-o", tmp_path / "out.po"],
-                          path, tmp_path, contains="cannot read the catalog")
+                          path, tmp_path, contains=f"{path}:1:7: end-of-line within string")
 
 
 def test_catalog_that_is_a_folder(capsys, fake, model, tmp_path):
@@ -275,3 +277,181 @@ def test_python_m_help():
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "translate-po" in result.stdout and result.stdout.startswith("usage: keras-transformer")
+
+
+def test_output_is_the_model(capsys, fake, model, catalog, tmp_path):
+    """-o the model's path would overwrite the trained model with a catalog."""
+    before = open(model, "rb").read()
+    assert_failed_cleanly(capsys, ["translate-po", catalog, "--model", model, "-o", model],
+                          catalog, tmp_path, contains="is the model")
+    link = tmp_path / "model-link.keras"
+    link.symlink_to(model)
+    assert_failed_cleanly(capsys, ["translate-po", catalog, "--model", link, "-o", model],
+                          catalog, tmp_path, contains="is the model")
+    assert open(model, "rb").read() == before and fake.calls == []
+
+
+def test_output_that_is_a_device_is_refused(capsys, fake, model, catalog, tmp_path):
+    """Replacing /dev/null (as root) with a regular file would break the machine."""
+    assert_failed_cleanly(capsys, ["translate-po", catalog, "--model", model, "-o", os.devnull],
+                          catalog, tmp_path, contains="is not a regular file")
+    assert not os.path.isfile(os.devnull) and fake.calls == []
+
+
+def test_empty_output_is_a_usage_error(capsys, fake, model, catalog):
+    code, out, err = run(capsys, "translate-po", catalog, "--model", model, "-o", "")
+    assert code == 2 and out == "" and "must be a path" in err and fake.calls == []
+    assert_one_error_line(err)
+
+
+def test_output_dash_is_standard_output(fake, model, catalog, tmp_path, capfdbinary):
+    code = cli.main(["translate-po", str(catalog), "--model", model, "-o", "-"])
+    written = capfdbinary.readouterr().out
+    assert code == 0 and b'msgstr[1] "DE:%d files"' in written and b'"Datei \xf6ffnen"' in written
+    assert sorted(os.listdir(tmp_path)) == ["de.po", "translator.keras"]
+
+
+def test_existing_output_is_replaced_as_gettext_tools_replace_theirs(capsys, fake, model, catalog, tmp_path):
+    out = tmp_path / "out.po"
+    out.write_bytes(b"an older translation")
+    code, _, _ = run(capsys, "translate-po", catalog, "--model", model, "-o", out)
+    assert code == 0 and b"DE:%d files" in out.read_bytes()
+    code, help_text, _ = run(capsys, "translate-po", "--help")
+    assert "replaced" in " ".join(help_text.split())
+
+
+def test_compiled_catalog_input_names_msgunfmt(capsys, fake, model, tmp_path):
+    source = tmp_path / "src.po"
+    source.write_bytes(CATALOG.encode("iso-8859-1"))
+    compiled = tmp_path / "de.mo"
+    subprocess.run([MSGFMT, "-o", str(compiled), str(source)], check=True)
+    assert_failed_cleanly(capsys, ["translate-po", compiled, "--model", model, "-o", tmp_path / "out.po"],
+                          compiled, tmp_path, contains=f"msgunfmt {compiled} -o")
+
+
+def test_existing_escapes_and_crlf_come_back_unchanged(capsys, fake, model, tmp_path):
+    """msgunfmt of the input and the output agree on every existing entry."""
+    text = CATALOG.replace('msgid "Open file"\nmsgstr "Datei öffnen"',
+                           'msgid "Bell\\a \\033[1m\\x1b"\nmsgstr "Glocke\\a \\033[1m\\x1b"')
+    source = tmp_path / "crlf.po"
+    source.write_bytes(text.replace("\n", "\r\n").encode("iso-8859-1"))
+    out = tmp_path / "out.po"
+    code, _, err = run(capsys, "translate-po", source, "--model", model, "-o", out)
+    assert code == 0, err
+    written = out.read_bytes()
+    assert b'msgid "Bell\\a \\033[1m\\x1b"\r\nmsgstr "Glocke\\a \\033[1m\\x1b"\r\n' in written
+    assert b"\n" not in written.replace(b"\r\n", b"")
+
+
+@pytest.mark.parametrize("contents,contains", [
+    (b"", "is empty (0 bytes)"),
+    (b"PK\x03\x04 cut short", "is not a .keras model: a .keras file is a zip archive"),
+])
+def test_model_files_that_exist_but_are_broken(capsys, catalog, tmp_path, contents, contains):
+    """The real load_translator: 'not found' only for files that are not there."""
+    path = tmp_path / "broken.keras"
+    path.write_bytes(contents)
+    err = assert_failed_cleanly(capsys, ["translate-po", catalog, "--model", path, "-o", tmp_path / "o.po"],
+                                catalog, tmp_path, contains=contains)
+    assert "not found" not in err
+
+
+def test_unreadable_model_says_permission_denied(capsys, catalog, tmp_path, monkeypatch):
+    path = tmp_path / "locked.keras"
+    path.write_bytes(b"PK")
+    real_open = open
+
+    def deny(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", deny)
+    err = assert_failed_cleanly(capsys, ["translate-po", catalog, "--model", path, "-o", tmp_path / "o.po"],
+                                catalog, tmp_path, contains="Permission denied")
+    assert "not found" not in err
+
+
+def test_non_utf8_arguments_and_input_are_one_line_errors(capsys, fake, model, monkeypatch):
+    code, out, err = run(capsys, "translate", "--model", model, "Caf\udce9")
+    assert code == 1 and out == "" and "TEXT argument 1" in err and "0xE9" in err
+    assert_one_error_line(err)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Caf\xe9\n"), encoding="utf-8"))
+    code, out, err = run(capsys, "translate", "--model", model)
+    assert code == 1 and out == "" and "cannot decode standard input" in err
+    assert_one_error_line(err)
+    assert fake.calls == []
+
+
+def test_a_reader_that_leaves_ends_the_command_quietly(capsys, fake, model, monkeypatch):
+    """`keras-transformer translate ... | head -1`: no BrokenPipeError traceback."""
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            return os.open(os.devnull, os.O_WRONLY)
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert cli.main(["translate", "--model", model, "a", "b"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_notes_go_to_standard_error(capsys, model, monkeypatch):
+    class Noted(Fake):
+        def translations(self, texts, **kwargs):
+            return [[Translation(text, -1.0, ("too long for the model: source kept",))]
+                    for text in texts]
+
+    monkeypatch.setattr(cli, "load_translator", lambda path: Noted())
+    code, out, err = run(capsys, "translate", "--model", model, "x" * 50)
+    assert (code, out) == (0, "x" * 50 + "\n")
+    assert err == "keras-transformer: note: text 1: too long for the model: source kept\n"
+
+
+def test_library_errors_name_the_command_options(capsys, model, monkeypatch):
+    class Wide(Fake):
+        def translations(self, texts, **kwargs):
+            raise ValueError("`beam_size` must be at most the vocabulary size, 40; received 99.")
+
+    monkeypatch.setattr(cli, "load_translator", lambda path: Wide())
+    code, out, err = run(capsys, "translate", "--model", model, "--beam-size", "99", "x")
+    assert code == 1 and "--beam-size must be at most the vocabulary size" in err
+    assert_one_error_line(err)
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
+    """The temporary file is removed, the old output kept, and the process still ends by SIGTERM."""
+    out = tmp_path / "out.po"
+    out.write_bytes(b"old")
+    script = (
+        "import os, signal, sys\n"
+        "from keras_transformer.messages import catalog_translation as ct\n"
+        "from keras_transformer.messages.po_file import parse_po\n"
+        "real = os.fsync\n"
+        "def fsync(fd):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    real(fd)\n"
+        "ct.os.fsync = fsync\n"
+        f"ct.write_catalog(parse_po('msgid \"a\"\\nmsgstr \"b\"\\n'), {str(out)!r})\n"
+        "print('not reached')\n"
+    )
+    env = dict(os.environ, KERAS_BACKEND=keras.backend.backend())
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == -15, result.stderr[-2000:]
+    assert "not reached" not in result.stdout
+    assert os.listdir(tmp_path) == ["out.po"] and out.read_bytes() == b"old"
+
+
+def test_error_is_one_line_without_backend_start_up_noise(tmp_path):
+    """Run as users run it, with nothing set to quiet TensorFlow."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["KERAS_BACKEND"] = keras.backend.backend()
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_transformer", "translate", "--model",
+         str(tmp_path / "missing.keras"), "x"], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"keras-transformer: error: model file not found: {tmp_path / 'missing.keras'}; "
+        "pass --model the path of a Translator saved with translator.save('name.keras')"]

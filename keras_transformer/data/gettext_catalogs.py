@@ -6,8 +6,10 @@ and, in source trees and some Python packages, their text form `.po`. Each
 entry pairs an English message (`msgid`) with its translation (`msgstr`): real,
 human-made parallel text that is already on the machine.
 
-This module reads both formats with polib (plural forms, message contexts, the
-charset a catalog declares; a broken file is a `CatalogError`), and splits the
+This module reads `.po` files with `keras_transformer.messages.po_file` (as
+strictly as `msgfmt`, C escapes decoded) and `.mo` files with polib (plural
+forms, message contexts, the charset a catalog declares; a broken file is a
+`CatalogError`), and splits the
 pairs into train/validation/test by a hash of the English text, so a message
 never lands in two splits.
 """
@@ -22,6 +24,8 @@ import sys
 import warnings
 
 from keras_transformer import validation
+from keras_transformer.messages.po_file import PoSyntaxError
+from keras_transformer.messages.po_file import read_po
 from keras_transformer.optional_dependencies import require
 
 DEFAULT_DIRECTORIES = (
@@ -97,7 +101,7 @@ def _check_mo_tables(data, path):
 
 
 def _messages(entries):
-    """`Message`s of polib entries: the header and obsolete (`#~`) entries left out."""
+    """`Message`s of polib's `.mo` entries: the header and obsolete (`#~`) entries left out."""
     messages = []
     for entry in entries:
         if entry.obsolete or entry.msgid == "":
@@ -115,6 +119,14 @@ def _messages(entries):
             fuzzy="fuzzy" in entry.flags,
         ))
     return messages
+
+
+def _po_messages(entries):
+    """`Message`s of `PoEntry`s: the header and obsolete (`#~`) entries left out."""
+    return [Message(source=entry.msgid, translations=tuple(entry.msgstr) or ("",),
+                    plural=entry.msgid_plural or None, context=entry.msgctxt,
+                    fuzzy="fuzzy" in entry.flags)
+            for entry in entries if not entry.obsolete and entry.msgid != ""]
 
 
 def read_catalog(path):
@@ -142,18 +154,19 @@ def read_catalog(path):
     path = str(path)
     if not os.path.isfile(path):  # polib would parse the path itself as .po text
         raise FileNotFoundError(2, "No such file", path)
-    if path.endswith(".mo"):
-        with open(path, "rb") as f:
-            source = f.read()  # read once: checked here, then parsed by polib
-        _check_mo_tables(source, path)
-        read = polib.mofile
-    elif path.endswith(".po"):
-        source, read = path, polib.pofile
-    else:
+    if path.endswith(".po"):  # read as strictly as msgfmt, escapes and all (po_file)
+        try:
+            return _po_messages(read_po(path).entries)
+        except PoSyntaxError as error:
+            raise CatalogError(f"not a readable catalog: {error}") from None
+    if not path.endswith(".mo"):
         raise CatalogError(f"{path}: expected a .mo or .po file.")
+    with open(path, "rb") as f:
+        source = f.read()  # read once: checked here, then parsed by polib
+    _check_mo_tables(source, path)
     try:
         # decoded with the charset the header declares (polib reads it; UTF-8 without one)
-        return _messages(read(source, check_for_duplicates=False))
+        return _messages(polib.mofile(source, check_for_duplicates=False))
     except (OSError, ValueError, LookupError, struct.error, IndexError) as error:
         # polib reports a broken file as an OSError (bad magic, bad syntax), a decoding
         # error (ValueError), or a struct error (truncated tables)

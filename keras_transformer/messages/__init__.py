@@ -9,7 +9,8 @@ translation exactly, whatever the model writes.
   a wrong one crashes the program or prints garbage. A SentencePiece tokenizer
   splits them into pieces the model rewrites, so `protect` turns each into one
   private-use character that NFKC normalization keeps, `restore` turns them
-  back, and `repair` makes any output `matches` the source.
+  back, and `repair` makes any output `matches` the source. Which kinds a text
+  holds is its format language, a catalog entry's flag (`c-format`, ...).
 - `segments`: leading and trailing white space, newlines and the columns of
   `--help` text are layout that translators keep and programs rely on, but
   SentencePiece's normalization folds white space away. `split_message` cuts
@@ -18,21 +19,23 @@ translation exactly, whatever the model writes.
 
 `placeholders` and `segments` use only the standard library.
 
+- `po_file`: reads `.po` files as strictly as `msgfmt --check` (`read_po`,
+  `parse_po`) and gives back every line it did not change, byte for byte.
+- `plural_forms`: the standard Plural-Forms of languages and `PluralRule`,
+  which evaluates a header's plural expression as gettext does.
 - `catalog_translation`: fills the untranslated entries of a catalog with a
   translator's output, flagged `fuzzy` for review (`translate_catalog`), and
-  writes it atomically (`write_catalog`); catalogs are read and written with
-  polib. The command line `keras-transformer translate-po`
-  (`keras_transformer.cli`) runs both on a file.
+  writes it atomically (`write_catalog`). The command line
+  `keras-transformer translate-po` (`keras_transformer.cli`) runs both on a file.
 """
 
-from keras_transformer.messages.catalog_translation import PLURAL_FORMS
 from keras_transformer.messages.catalog_translation import CatalogReport
-from keras_transformer.messages.catalog_translation import plural_forms
-from keras_transformer.messages.catalog_translation import primary_subtag
+from keras_transformer.messages.catalog_translation import format_flag
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
 from keras_transformer.messages.fidelity import Fidelity
 from keras_transformer.messages.fidelity import fidelity
+from keras_transformer.messages.placeholders import FORMAT_FLAGS
 from keras_transformer.messages.placeholders import PLACEHOLDER
 from keras_transformer.messages.placeholders import SLOT_SYMBOLS
 from keras_transformer.messages.placeholders import Protected
@@ -43,6 +46,15 @@ from keras_transformer.messages.placeholders import protect
 from keras_transformer.messages.placeholders import protect_pair
 from keras_transformer.messages.placeholders import repair
 from keras_transformer.messages.placeholders import restore
+from keras_transformer.messages.plural_forms import PLURAL_FORMS
+from keras_transformer.messages.plural_forms import PluralRule
+from keras_transformer.messages.plural_forms import plural_forms
+from keras_transformer.messages.plural_forms import primary_subtag
+from keras_transformer.messages.po_file import PoEntry
+from keras_transformer.messages.po_file import PoFile
+from keras_transformer.messages.po_file import PoSyntaxError
+from keras_transformer.messages.po_file import parse_po
+from keras_transformer.messages.po_file import read_po
 from keras_transformer.messages.segments import Layout
 from keras_transformer.messages.segments import outer_whitespace
 from keras_transformer.messages.segments import split_message
@@ -50,23 +62,31 @@ from keras_transformer.messages.training_pairs import piece_pairs
 from keras_transformer.messages.training_pairs import translation_pairs
 
 __all__ = [
+    "FORMAT_FLAGS",
     "PLACEHOLDER",
     "PLURAL_FORMS",
     "SLOT_SYMBOLS",
     "CatalogReport",
     "Fidelity",
     "Layout",
+    "PluralRule",
+    "PoEntry",
+    "PoFile",
+    "PoSyntaxError",
     "Protected",
     "fidelity",
     "find_placeholders",
+    "format_flag",
     "is_ordered",
     "matches",
     "outer_whitespace",
+    "parse_po",
     "piece_pairs",
     "plural_forms",
     "primary_subtag",
     "protect",
     "protect_pair",
+    "read_po",
     "repair",
     "restore",
     "split_message",

@@ -1,105 +1,56 @@
-r"""Machine translation of GNU gettext catalogs (`.po` files), read and written with polib.
+r"""Machine translation of GNU gettext catalogs (`.po` files), read and written by `po_file`.
 
-`translate_catalog` fills the untranslated entries of a `polib.POFile` with a
+`translate_catalog` fills the untranslated entries of a `PoFile` with a
 translator's output (one batched call for the whole catalog), marks each one
 `fuzzy` so that a person reviews it, and never touches a translation that is
-already there. `write_catalog` saves the result atomically.
+already there: every line of the file but those of the filled entries (and of
+the header, when it gains Plural-Forms or Language) comes back as it was.
+`write_catalog` saves the result atomically.
+
+Each entry's flags say which placeholders its text has, as for
+`msgfmt --check-format`: `c-format`, `python-format`, `python-brace-format`,
+`sh-format`; an entry with none of them has none (`50% of the files` is text).
+A plural entry's forms come from `msgid` or `msgid_plural` by the counts each
+form serves under the header's plural rule (`PluralRule`).
 
 Example:
->>> import polib
+>>> from keras_transformer.messages.po_file import parse_po
 >>> from keras_transformer.tasks.translation import Translation
 >>> class Shout:  # any object with `translations(...)` will do
 ...     target_language = "de"
-...     def translations(self, texts, beam_size=4, num_return=1, progress=False):
+...     def translations(self, texts, beam_size=4, num_return=1, progress=False,
+...                      format_flags=None):
 ...         return [[Translation(text.upper(), -1.0)] for text in texts]
->>> catalog = polib.pofile('msgid ""\nmsgstr ""\n"Language: de\\n"\n\nmsgid "Open"\nmsgstr ""\n')
+>>> catalog = parse_po('msgid ""\nmsgstr ""\n"Language: de\\n"\n\nmsgid "Open"\nmsgstr ""\n')
 >>> translate_catalog(catalog, Shout()).summary()
 '1 translated (0 with notes), 0 kept, 0 obsolete skipped; charset changed to UTF-8'
->>> catalog[0].msgstr, catalog[0].flags
-('OPEN', ['fuzzy'])
+>>> catalog.entries[1].msgstr, catalog.entries[1].flags
+(['OPEN'], ('fuzzy',))
 """
 
 import codecs
+import collections
+import contextlib
 import dataclasses
 import os
 import re
 import secrets
+import signal
+import threading
 
+from keras_transformer.messages.placeholders import FORMAT_FLAGS
+from keras_transformer.messages.placeholders import find_placeholders
+from keras_transformer.messages.placeholders import is_ordered
 from keras_transformer.messages.placeholders import matches
-from keras_transformer.optional_dependencies import require
+from keras_transformer.messages.plural_forms import PluralRule
+from keras_transformer.messages.plural_forms import plural_forms
+from keras_transformer.messages.plural_forms import primary_subtag
+from keras_transformer.messages.po_file import PoFile
 
-_GETTEXT_ONE = "nplurals=1; plural=0;"
-_GETTEXT_TWO = "nplurals=2; plural=(n != 1);"
-_GETTEXT_TWO_FRENCH = "nplurals=2; plural=(n > 1);"
-_GETTEXT_SLAVIC = (
-    "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
-    "(n%100<10 || n%100>=20) ? 1 : 2);"
-)
-
-PLURAL_FORMS = {
-    # One form.
-    "ja": _GETTEXT_ONE,
-    "ko": _GETTEXT_ONE,
-    "vi": _GETTEXT_ONE,
-    "zh": _GETTEXT_ONE,  # not in plural-table.c; CLDR has only "other" for Chinese
-    # Two forms, singular for n == 1 only.
-    "bg": _GETTEXT_TWO,
-    "da": _GETTEXT_TWO,
-    "de": _GETTEXT_TWO,
-    "el": _GETTEXT_TWO,
-    "en": _GETTEXT_TWO,
-    "eo": _GETTEXT_TWO,
-    "es": _GETTEXT_TWO,
-    "et": _GETTEXT_TWO,
-    "fi": _GETTEXT_TWO,
-    "fo": _GETTEXT_TWO,
-    "he": _GETTEXT_TWO,
-    "hu": _GETTEXT_TWO,
-    "it": _GETTEXT_TWO,
-    "nb": _GETTEXT_TWO,
-    "nl": _GETTEXT_TWO,
-    "nn": _GETTEXT_TWO,
-    "no": _GETTEXT_TWO,
-    "pt": _GETTEXT_TWO,
-    "sv": _GETTEXT_TWO,
-    "tr": _GETTEXT_TWO,
-    # Two forms, singular for n == 0 and n == 1.
-    "fr": _GETTEXT_TWO_FRENCH,
-    "pt_BR": _GETTEXT_TWO_FRENCH,
-    # Three or four forms.
-    "lv": "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n != 0 ? 1 : 2);",
-    "ga": "nplurals=3; plural=n==1 ? 0 : n==2 ? 1 : 2;",
-    "ro": "nplurals=3; plural=n==1 ? 0 : (n==0 || (n%100 > 0 && n%100 < 20)) ? 1 : 2;",
-    "lt": (
-        "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && "
-        "(n%100<10 || n%100>=20) ? 1 : 2);"
-    ),
-    "be": _GETTEXT_SLAVIC,
-    "hr": _GETTEXT_SLAVIC,
-    "ru": _GETTEXT_SLAVIC,
-    "sr": _GETTEXT_SLAVIC,
-    "uk": _GETTEXT_SLAVIC,
-    "cs": "nplurals=3; plural=(n==1) ? 0 : (n>=2 && n<=4) ? 1 : 2;",
-    "sk": "nplurals=3; plural=(n==1) ? 0 : (n>=2 && n<=4) ? 1 : 2;",
-    "pl": (
-        "nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && "
-        "(n%100<10 || n%100>=20) ? 1 : 2);"
-    ),
-    "sl": "nplurals=4; plural=(n%100==1 ? 0 : n%100==2 ? 1 : n%100==3 || n%100==4 ? 2 : 3);",
-}
-"""GNU `Plural-Forms` header values of common languages, by gettext language code.
-
-Copied from GNU gettext 0.21's `gettext-tools/src/plural-table.c` (the table
-`msginit` uses; the strings are the ones the gettext manual lists under
-"Plural forms"), plus Chinese (`zh`, one form, as in the Unicode CLDR plural
-rules and the Translation Project's `zh_CN`/`zh_TW` catalogs). Look codes up
-with `plural_forms`, which also accepts `de_DE`, `zh_CN` or `pt-BR`.
-"""
-
-_NPLURALS = re.compile(r"\bnplurals\s*=\s*(\d+)")
 _CHARSET = re.compile(r"charset\s*=\s*([^\s;]+)", re.IGNORECASE)
 _TEMPLATE_PLURAL_FORMS = "INTEGER"  # .pot files say "nplurals=INTEGER; plural=EXPRESSION;"
 _MACHINE_NOTE = "machine translation: "
+_CHECKED_FORMATS = tuple(flag for flag in FORMAT_FLAGS if flag not in ("any", "none"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,61 +105,6 @@ class CatalogReport:
         return line
 
 
-def _language_tag(language):
-    """`de_DE.UTF-8@euro` -> `de_DE`; `pt-BR` -> `pt_BR`."""
-    return re.split(r"[.@]", language.strip(), maxsplit=1)[0].replace("-", "_")
-
-
-def primary_subtag(language):
-    """The language without its region, script or encoding, in lower case.
-
-    Args:
-        language: a gettext or BCP 47 language code, e.g. `"de_DE"`, `"pt-BR"`,
-            `"sr@latin"`.
-
-    Returns:
-        The primary subtag, e.g. `"de"`.
-
-    Example:
-    >>> primary_subtag("de_DE.UTF-8"), primary_subtag("pt-BR"), primary_subtag("sr@latin")
-    ('de', 'pt', 'sr')
-    """
-    return _language_tag(language).split("_")[0].lower()
-
-
-def plural_forms(language):
-    """The standard GNU `Plural-Forms` header value of a language.
-
-    Looks up the full code first (so `pt_BR` differs from `pt`), then its
-    primary subtag (`de_AT` -> `de`, `zh_CN` -> `zh`).
-
-    Args:
-        language: a gettext or BCP 47 language code (`"de"`, `"de_DE"`, `"pt-BR"`).
-
-    Returns:
-        The header value, e.g. `"nplurals=2; plural=(n != 1);"`.
-
-    Raises:
-        ValueError: the language is not in `PLURAL_FORMS`.
-
-    Example:
-    >>> plural_forms("de_AT")
-    'nplurals=2; plural=(n != 1);'
-    >>> plural_forms("pt-BR")
-    'nplurals=2; plural=(n > 1);'
-    """
-    if isinstance(language, str) and language.strip():
-        tag = _language_tag(language)
-        by_lower = {code.lower(): value for code, value in PLURAL_FORMS.items()}
-        for key in (tag.lower(), primary_subtag(language)):
-            if key in by_lower:
-                return by_lower[key]
-    raise ValueError(
-        f"language={language!r} has no built-in Plural-Forms (known: "
-        f"{', '.join(sorted(PLURAL_FORMS))}); pass a catalog whose header has Plural-Forms."
-    )
-
-
 def _header_language(catalog):
     value = catalog.metadata.get("Language", "").strip()
     return value or None
@@ -235,77 +131,103 @@ def _target_language(catalog, translator, language):
 
 
 def _is_plural(entry):
-    return bool(entry.msgid_plural)
+    return entry.msgid_plural is not None
 
 
-def _has_translation(entry):
-    return bool(entry.msgstr) or any(entry.msgstr_plural.values())
+def format_flag(entry):
+    """The format language of an entry's text: its first flag of `c-format`, `python-format`,
+    `python-brace-format` or `sh-format`, else `"none"` (msgfmt checks no placeholders then).
+
+    Args:
+        entry: a `PoEntry`.
+
+    Example:
+    >>> from keras_transformer.messages.po_file import PoEntry
+    >>> format_flag(PoEntry(msgid="%d%%", flags=("fuzzy", "c-format"))), format_flag(PoEntry())
+    ('c-format', 'none')
+    """
+    return next((flag for flag in entry.flags if flag in _CHECKED_FORMATS), "none")
 
 
-def _header_nplurals(catalog):
-    """nplurals from the header's Plural-Forms; None when it has none (or the .pot placeholder)."""
+def _header_rule(catalog):
+    """The header's plural rule; None when it has no Plural-Forms (or the .pot placeholder)."""
     value = catalog.metadata.get("Plural-Forms", "").strip()
     if not value or _TEMPLATE_PLURAL_FORMS in value:
         return None
-    match = _NPLURALS.search(value)
-    if not match or int(match.group(1)) < 1:
-        raise ValueError(
-            f"the catalog's header has Plural-Forms: {value!r}, without a valid nplurals=N; "
-            "fix it (e.g. 'nplurals=2; plural=(n != 1);') or remove it."
-        )
-    return int(match.group(1))
+    try:
+        return PluralRule.parse(value)
+    except ValueError as error:
+        raise ValueError(f"the catalog's header has {error}; fix it (e.g. "
+                         "'nplurals=2; plural=(n != 1);') or remove it.") from None
 
 
-def _plural_count(catalog, language, needed):
-    """(nplurals, Plural-Forms to write into the header or None)."""
-    nplurals = _header_nplurals(catalog)
-    if nplurals is not None:
-        return nplurals, None
+def _plural_rule(catalog, language, needed):
+    """(the plural rule, the Plural-Forms to write into the header or None); (None, None) when
+    no plural entry is to be filled (msgfmt, too, reads the rule only for plural entries)."""
+    if not needed:
+        return None, None
+    rule = _header_rule(catalog)
+    if rule is not None:
+        return rule, None
     try:
         value = plural_forms(language)
     except ValueError as error:
-        if not needed:
-            return None, None
         raise ValueError(
             f"the catalog has plural entries, its header has no Plural-Forms, and {error}"
         ) from None
-    return int(_NPLURALS.search(value).group(1)), value
+    return PluralRule.parse(value), value
 
 
-_SINGULAR_ONLY_FORM_0 = ("n!=1", "(n!=1)")
-"""Plural expressions whose form 0 serves n = 1 alone (English, German, ...)."""
+def _sources(entry, rule, flag):
+    """The English text of each form to fill.
 
-
-def _sources(entry, nplurals, expression=""):
-    """The English text of each form to fill: msgid for form 0, msgid_plural for the others.
-
-    A one-form language uses its only form for every count, so that form
-    comes from msgid_plural (msgfmt checks it against msgid_plural too). Where
-    form 0 also serves other counts (Russian's 21, 31, ...; French's 0) and
-    msgid lacks msgid_plural's placeholders (`"One file"` / `"%d files"`),
-    form 0 comes from msgid_plural as well, as msgfmt requires.
+    The form that n = 1 takes comes from msgid when it serves no other count
+    (English's and German's form 0) and msgid's placeholders are msgid_plural's
+    with some left out (`_fewer`), or when msgid has msgid_plural's
+    placeholders (Russian's form 0 serves 1, 21, 31, ...: `"%d file"` fits them,
+    `"One file"` would not, and msgfmt requires the directive there). Every
+    other form comes from msgid_plural, and so does the only form of a
+    one-form language (msgfmt checks it against msgid_plural).
     """
     if not _is_plural(entry):
         return [entry.msgid]
-    if nplurals == 1:
+    if rule.nplurals == 1:
         return [entry.msgid_plural]
-    singular_only = "".join(expression.split()) in _SINGULAR_ONLY_FORM_0
-    same = matches(entry.msgid_plural, entry.msgid) and matches(entry.msgid, entry.msgid_plural)
-    first = entry.msgid if singular_only or same else entry.msgid_plural
-    return [first] + [entry.msgid_plural] * (nplurals - 1)
+    same = (matches(entry.msgid_plural, entry.msgid, flag)
+            and matches(entry.msgid, entry.msgid_plural, flag))
+    singular = rule.form(1)
+    use_msgid = same or rule.serves_only_one(singular) and _fewer(entry.msgid, entry.msgid_plural, flag)
+    return [entry.msgid if form == singular and use_msgid else entry.msgid_plural
+            for form in range(rule.nplurals)]
 
 
-def _translate_texts(translator, texts, beam_size, progress):
-    """{text: Translation} from one call to `translator.translations`."""
-    if not texts:
+def _fewer(msgid, msgid_plural, flag):
+    """Whether msgid's placeholders are msgid_plural's with some left out, as msgfmt allows a
+    form serving one count: the ordered ones a prefix of msgid_plural's (they take the same
+    arguments), the others among msgid_plural's (`"One file in %s"` fails: its `%s` would
+    take the `%d`'s argument)."""
+    def split(text):
+        found = find_placeholders(text, flag)
+        return [p for p in found if is_ordered(p)], collections.Counter(
+            p for p in found if not is_ordered(p))
+
+    (ordered, named), (plural_ordered, plural_named) = split(msgid), split(msgid_plural)
+    return ordered == plural_ordered[:len(ordered)] and not named - plural_named
+
+
+def _translate_texts(translator, keys, beam_size, progress):
+    """{(text, format flag): Translation} from one call to `translator.translations`."""
+    if not keys:
         return {}
-    results = translator.translations(texts, beam_size=beam_size, num_return=1, progress=progress)
-    if len(results) != len(texts) or not all(results):
+    results = translator.translations([text for text, _ in keys], beam_size=beam_size,
+                                      num_return=1, progress=progress,
+                                      format_flags=[flag for _, flag in keys])
+    if len(results) != len(keys) or not all(results):
         raise ValueError(
-            f"translator.translations returned {len(results)} lists for {len(texts)} texts "
+            f"translator.translations returned {len(results)} lists for {len(keys)} texts "
             "(some empty); it must return one non-empty list per text."
         )
-    return {text: found[0] for text, found in zip(texts, results)}
+    return {key: found[0] for key, found in zip(keys, results)}
 
 
 def _notes(translations):
@@ -313,21 +235,6 @@ def _notes(translations):
     for translation in translations:
         notes += [" ".join(str(note).split()) for note in translation.notes]
     return list(dict.fromkeys(notes))
-
-
-def _fill(entry, translations):
-    """Writes the forms, the fuzzy flag and the notes comment. Returns True when it had notes."""
-    texts = [translation.text for translation in translations]
-    if _is_plural(entry):
-        entry.msgstr_plural = dict(enumerate(texts))
-    else:
-        entry.msgstr = texts[0]
-    entry.fuzzy = True
-    notes = _notes(translations)
-    if notes:
-        line = _MACHINE_NOTE + "; ".join(notes)
-        entry.tcomment = f"{entry.tcomment}\n{line}" if entry.tcomment else line
-    return bool(notes)
 
 
 def _declared_charset(catalog):
@@ -350,31 +257,17 @@ def _encodes(texts, encoding):
     return True
 
 
-def _switch_to_utf8(catalog):
-    content_type = catalog.metadata.get("Content-Type", "").strip()
+def _utf8_content_type(fields):
+    content_type = fields.get("Content-Type", "").strip()
     if _CHARSET.search(content_type):
-        content_type = _CHARSET.sub("charset=UTF-8", content_type, count=1)
-    else:
-        content_type = f"{content_type or 'text/plain'}; charset=UTF-8"
-    catalog.metadata["Content-Type"] = content_type
-    catalog.encoding = "utf-8"
-
-
-def _settle_charset(catalog, filled):
-    """Switches the catalog to UTF-8 when the filled entries need it; returns "UTF-8" or None."""
-    if not filled:
-        return None
-    texts = [text for entry in filled
-             for text in (entry.msgstr, entry.tcomment, *entry.msgstr_plural.values())]
-    if _declared_charset(catalog) is not None and _encodes(texts, catalog.encoding):
-        return None
-    _switch_to_utf8(catalog)
-    return "UTF-8"
+        return _CHARSET.sub("charset=UTF-8", content_type, count=1)
+    return f"{content_type or 'text/plain'}; charset=UTF-8"
 
 
 def _check_arguments(catalog, beam_size):
-    if not isinstance(catalog, require("polib", "translate_catalog").POFile):
-        raise TypeError(f"catalog must be a polib.POFile, got {type(catalog).__name__}.")
+    if not isinstance(catalog, PoFile):
+        raise TypeError(f"catalog must be a PoFile (read_po(path) or parse_po(text)), "
+                        f"got {type(catalog).__name__}.")
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a whole number >= 1, got {beam_size!r}.")
 
@@ -382,28 +275,30 @@ def _check_arguments(catalog, beam_size):
 def translate_catalog(catalog, translator, language=None, beam_size=4, progress=False):
     r"""Fills the untranslated entries of a catalog with machine translations, in place.
 
-    Singular entries get `msgstr`; plural entries get `msgstr[0]` from `msgid`
-    and `msgstr[1..n-1]` from `msgid_plural`, n being the header's nplurals
-    (a one-form language such as Japanese gets its only form from
-    `msgid_plural`, as msgfmt expects). When the header has no Plural-Forms,
-    the language's standard one (`PLURAL_FORMS`) is written into it, and a
-    missing `Language` header is set to the target language.
+    Singular entries get `msgstr`; plural entries get one `msgstr[k]` per
+    form of the header's Plural-Forms, each from `msgid` or `msgid_plural` by
+    the counts it serves (see the module docstring). When an entry is filled
+    and the header has no Plural-Forms, the language's standard one
+    (`PLURAL_FORMS`) is written into it if a plural entry is filled, and
+    a missing `Language` header is set to the target language; a catalog with
+    nothing to fill comes back unchanged.
 
     Every filled entry is flagged `fuzzy`; one whose translation has notes
     also gets the translator comment `machine translation: <notes>`. Entries
-    with any translation (fuzzy ones too), obsolete entries, contexts,
-    comments, references, flags and previous msgids are left as they are.
-    All texts go to the translator in one `translations` call, each distinct
-    text once. Nothing is changed when an error is raised.
+    with any translation (fuzzy ones too) and obsolete entries are left as
+    they are, and so is every line of the file outside the filled entries'
+    `msgstr`, flags and new comment. All texts go to the translator in one
+    `translations` call, each distinct (text, format flag) once. Nothing is
+    changed when an error is raised.
 
     The catalog keeps its charset when every new text encodes in it;
     otherwise (or when it declares none) it is switched to UTF-8.
 
     Args:
-        catalog: a `polib.POFile` (e.g. `polib.pofile(path)`).
+        catalog: a `PoFile` (`read_po(path)` or `parse_po(text)`).
         translator: a `keras_transformer.tasks.Translator`, or any object with
-            its `translations(texts, beam_size, num_return, progress)` method
-            and `target_language` attribute.
+            its `translations(texts, beam_size, num_return, progress,
+            format_flags)` method and `target_language` attribute.
         language: the catalog's language code (`"de"`, `"pt_BR"`); None takes
             the header's `Language`, then `translator.target_language`.
         beam_size: the beam width of the search, a whole number >= 1.
@@ -417,20 +312,21 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
             `translator.target_language` (compared by primary subtag: `de_DE`
             matches `de`); the catalog has plural entries to fill, no
             Plural-Forms and a language missing from `PLURAL_FORMS`; the
-            header's Plural-Forms has no valid nplurals; `beam_size` is not a
-            whole number >= 1; the translator returned the wrong number of
-            results.
-        TypeError: `catalog` is not a `polib.POFile`.
+            header's Plural-Forms cannot be evaluated or gives a form out of
+            range; `beam_size` is not a whole number >= 1; the translator
+            returned the wrong number of results.
+        TypeError: `catalog` is not a `PoFile`.
 
     Example:
-    >>> import polib
+    >>> from keras_transformer.messages.po_file import parse_po
     >>> from keras_transformer.tasks.translation import Translation
     >>> class Tagged:
     ...     target_language = "de"
-    ...     def translations(self, texts, beam_size=4, num_return=1, progress=False):
+    ...     def translations(self, texts, beam_size=4, num_return=1, progress=False,
+    ...                      format_flags=None):
     ...         return [[Translation("DE:" + t, -1.0, notes=("placeholders repaired",))]
     ...                 for t in texts]
-    >>> catalog = polib.pofile('''msgid ""
+    >>> catalog = parse_po('''msgid ""
     ... msgstr ""
     ... "Content-Type: text/plain; charset=UTF-8\\n"
     ...
@@ -442,36 +338,59 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     ... ''')
     >>> translate_catalog(catalog, Tagged()).summary()
     '1 translated (1 with notes), 0 kept, 0 obsolete skipped'
-    >>> catalog[0].msgstr_plural, catalog[0].flags, catalog[0].tcomment
-    ({0: 'DE:%d file', 1: 'DE:%d files'}, ['fuzzy', 'c-format'], 'machine translation: placeholders repaired')
-    >>> catalog.metadata["Plural-Forms"], catalog.metadata["Language"]
-    ('nplurals=2; plural=(n != 1);', 'de')
+    >>> print(catalog.text(), end="")
+    msgid ""
+    msgstr ""
+    "Content-Type: text/plain; charset=UTF-8\n"
+    "Plural-Forms: nplurals=2; plural=(n != 1);\n"
+    "Language: de\n"
+    <BLANKLINE>
+    # machine translation: placeholders repaired
+    #, fuzzy, c-format
+    msgid "%d file"
+    msgid_plural "%d files"
+    msgstr[0] "DE:%d file"
+    msgstr[1] "DE:%d files"
     """
     _check_arguments(catalog, beam_size)
     target = _target_language(catalog, translator, language)
-    live = [entry for entry in catalog if not entry.obsolete]
-    kept = sum(map(_has_translation, live))
-    todo = [entry for entry in live if entry.msgid and not _has_translation(entry)]
-    nplurals, new_plural_forms = _plural_count(catalog, target, any(map(_is_plural, todo)))
-    plural_header = new_plural_forms or catalog.metadata.get("Plural-Forms", "")
-    expression = plural_header.partition("plural=")[2].rstrip().rstrip(";")
-    sources = {id(entry): _sources(entry, nplurals, expression) for entry in todo}
-    texts = list(dict.fromkeys(text for forms in sources.values() for text in forms))
-    found = _translate_texts(translator, texts, beam_size, progress)
+    live = [entry for entry in catalog.entries if not entry.obsolete and not entry.is_header]
+    kept = sum(entry.translated for entry in live)
+    todo = [entry for entry in live if not entry.translated]
+    rule, new_plural_forms = _plural_rule(catalog, target, any(map(_is_plural, todo)))
+    flags = {id(entry): format_flag(entry) for entry in todo}
+    sources = {id(entry): _sources(entry, rule, flags[id(entry)]) for entry in todo}
+    keys = list(dict.fromkeys((text, flags[id(entry)]) for entry in todo
+                              for text in sources[id(entry)]))
+    found = _translate_texts(translator, keys, beam_size, progress)
 
-    filled = [entry for entry in todo if all(found[text].text for text in sources[id(entry)])]
-    repaired = sum(_fill(entry, [found[t] for t in sources[id(entry)]]) for entry in filled)
-    if new_plural_forms:
-        catalog.metadata["Plural-Forms"] = new_plural_forms
-    if target and not _header_language(catalog):
-        catalog.metadata["Language"] = target
+    translations = {id(entry): [found[text, flags[id(entry)]] for text in sources[id(entry)]]
+                    for entry in todo}
+    filled = [entry for entry in todo if all(t.text for t in translations[id(entry)])]
+    fields = catalog.metadata
+    if filled and new_plural_forms:
+        fields["Plural-Forms"] = new_plural_forms
+    if filled and target and not _header_language(catalog):
+        fields["Language"] = target
+    notes = {id(entry): _notes(translations[id(entry)]) for entry in filled}
+    comments = {key: _MACHINE_NOTE + "; ".join(value) for key, value in notes.items() if value}
+    texts = [t.text for entry in filled for t in translations[id(entry)]] + list(comments.values())
+    charset_changed = bool(filled) and not (
+        _declared_charset(catalog) is not None and _encodes(texts, catalog.encoding))
+    if charset_changed:
+        fields["Content-Type"] = _utf8_content_type(fields)
+        catalog.encoding = "utf-8"
+    if fields != catalog.metadata:
+        catalog.set_metadata(fields)
+    for entry in filled:
+        catalog.fill(entry, [t.text for t in translations[id(entry)]], comments.get(id(entry)))
     return CatalogReport(
         translated=len(filled),
         kept=kept,
-        repaired=repaired,
-        obsolete_skipped=len(catalog) - len(live),
+        repaired=len(comments),
+        obsolete_skipped=sum(entry.obsolete for entry in catalog.entries),
         left_untranslated=len(todo) - len(filled),
-        charset_changed_to=_settle_charset(catalog, filled),
+        charset_changed_to="UTF-8" if charset_changed else None,
     )
 
 
@@ -480,48 +399,89 @@ def _new_file_name(target):
     return os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
 
 
+class _Terminated(BaseException):
+    """SIGTERM during `write_catalog`: raised so that the temporary file is removed."""
+
+
+@contextlib.contextmanager
+def _terminate_by_exception():
+    """While the block runs in the main thread, SIGTERM raises `_Terminated` rather than
+    ending the process at once (the handler before is restored, then re-sent the signal)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+
+    def handler(signum, frame):
+        received.append(signum)
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    except _Terminated:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if received:  # the write was abandoned and cleaned up: now let SIGTERM do what it did
+        signal.raise_signal(signal.SIGTERM)
+        raise InterruptedError("write_catalog was interrupted by SIGTERM")
+
+
 def write_catalog(catalog, path):
     """Writes a catalog to `path` atomically, in the catalog's encoding.
 
     The text goes to a temporary file in the same folder, which then replaces
-    `path` in one `os.replace`: a failure leaves `path` as it was (or absent)
-    and no temporary file behind. A `path` that is a symbolic link has its
-    target replaced; a file that already exists keeps its permissions.
+    `path` in one `os.replace`: a failure, Ctrl-C or SIGTERM leaves `path` as it
+    was (or absent) and no temporary file behind (SIGTERM is acted on once the
+    temporary file is removed). A `path` that is a symbolic link has its
+    target replaced; a file that already exists is replaced, as GNU gettext's
+    tools replace their `-o` file, and keeps its permissions.
 
     Args:
-        catalog: a `polib.POFile`.
+        catalog: a `PoFile`.
         path: where to write (a string or `os.PathLike`).
 
     Raises:
         ValueError: the catalog has text its encoding cannot hold (pass it
-            through `translate_catalog`, which switches to UTF-8 when needed,
-            or set `catalog.encoding = "utf-8"` and its Content-Type).
+            through `translate_catalog`, which switches to UTF-8 when needed);
+            `path` exists and is not a regular file (a folder, a device, a
+            pipe: replacing it would destroy it).
         OSError: the folder does not exist or cannot be written.
 
     Example:
-    >>> import os, tempfile, polib
-    >>> catalog = polib.pofile('msgid "Open"\\nmsgstr "Öffnen"\\n')
+    >>> import os, tempfile
+    >>> from keras_transformer.messages.po_file import parse_po, read_po
+    >>> catalog = parse_po('msgid "Open"\\nmsgstr "Öffnen"\\n')
     >>> path = os.path.join(tempfile.mkdtemp(), "de.po")
     >>> write_catalog(catalog, path)
-    >>> polib.pofile(path)[0].msgstr
-    'Öffnen'
+    >>> read_po(path).entries[0].msgstr
+    ['Öffnen']
     """
     try:
-        data = str(catalog).encode(catalog.encoding)
+        data = catalog.text().encode(catalog.encoding)
     except UnicodeEncodeError as error:
         raise ValueError(
             f"the catalog has text that {catalog.encoding} cannot hold ({error}); "
-            "set catalog.encoding to 'utf-8' and its Content-Type charset to UTF-8."
+            "translate_catalog switches such a catalog to UTF-8."
         ) from None
     target = os.path.realpath(os.fspath(path))
+    if os.path.exists(target) and not os.path.isfile(target):
+        raise ValueError(f"{os.fspath(path)} exists and is not a regular file; "
+                         "write the catalog to a file path")
+    with _terminate_by_exception():
+        _replace(target, data)
+
+
+def _replace(target, data):
     temporary, descriptor = None, None
-    while descriptor is None:
-        temporary = _new_file_name(target)
-        try:
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
     try:
+        while descriptor is None:
+            temporary = _new_file_name(target)
+            try:
+                descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                continue
         with os.fdopen(descriptor, "wb") as file:
             file.write(data)
             file.flush()
@@ -530,6 +490,6 @@ def write_catalog(catalog, path):
             os.chmod(temporary, os.stat(target).st_mode & 0o7777)
         os.replace(temporary, target)
     except BaseException:
-        if os.path.exists(temporary):
+        if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
         raise

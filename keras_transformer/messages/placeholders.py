@@ -28,6 +28,19 @@ What counts as a placeholder (scanning left to right, `PLACEHOLDER`):
 - shell variables: `$NAME` and `${NAME}` (an ASCII identifier after `$`).
 
 Private-use slot characters (U+E000 to U+E01F) are never part of a placeholder.
+
+Which of these a message can hold depends on the language of the program that
+formats it, and a gettext catalog says so in each entry's flags. Every
+function here takes `format_flag`, as `msgfmt --check-format` does:
+
+- `"c-format"`: printf directives of C (with `%C`, `%S`, `%1$s`, `<PRIu64>`;
+  without Python's `%(name)s` and `%r`).
+- `"python-format"`: Python's %-directives (`%(name)s`, `%r`, `%a`; no `%1$s`).
+- `"python-brace-format"`: brace fields only.
+- `"sh-format"`: shell variables only.
+- `"none"`: nothing is a placeholder (`50% of the files` is plain text), as
+  for a catalog entry without a format flag.
+- `"any"` (the default): all of the above, for text of unknown origin.
 """
 
 import collections
@@ -35,6 +48,7 @@ import dataclasses
 import re
 
 __all__ = [
+    "FORMAT_FLAGS",
     "PLACEHOLDER",
     "SLOT_SYMBOLS",
     "Protected",
@@ -76,12 +90,48 @@ _BRACE = (
     r"\}"
 )
 _SHELL = r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)"
+_C_PRINTF = (_PRINTF.replace(rf"(?:\([^(){_SLOT_RANGE}]*\))?", "")
+             .replace("[diouxXeEfFgGaAcspnmr%]", "[diouxXeEfFgGaAcCsSpnm%]"))
+_PYTHON_PRINTF = (_PRINTF.replace(r"(?:\d+\$)?", "", 1)
+                  .replace("[diouxXeEfFgGaAcspnmr%]", "[diouxXeEfFgGcrsa%]"))
+_ANY_PRINTF = _PRINTF.replace("[diouxXeEfFgGaAcspnmr%]", "[diouxXeEfFgGaAcCsSpnmr%]")
 
-PLACEHOLDER = re.compile(f"{_PRINTF}|{_BRACE}|{_SHELL}")
-"""Matches one placeholder; `finditer` gives them in order of occurrence."""
+PLACEHOLDER = re.compile(f"{_ANY_PRINTF}|{_BRACE}|{_SHELL}")
+"""Matches one placeholder of any format language; `finditer` gives them in order."""
 
-# What `protect` replaces: placeholders and slot characters already in the text.
-_ITEM = re.compile(f"{PLACEHOLDER.pattern}|{_SLOT.pattern}")
+
+@dataclasses.dataclass(frozen=True)
+class _Syntax:
+    """The placeholders of one format language, and the characters that would start one."""
+
+    placeholder: re.Pattern
+    item: re.Pattern  # what `protect` replaces: placeholders and slot characters in the text
+    starters: str
+
+
+def _syntax(pattern, starters):
+    return _Syntax(re.compile(pattern), re.compile(f"{pattern}|{_SLOT.pattern}"), starters)
+
+
+_SYNTAXES = {
+    "any": _syntax(PLACEHOLDER.pattern, "%{}"),
+    "c-format": _syntax(_C_PRINTF, "%"),
+    "python-format": _syntax(_PYTHON_PRINTF, "%"),
+    "python-brace-format": _syntax(_BRACE, "{}"),
+    "sh-format": _syntax(_SHELL, ""),
+    "none": _syntax("(?!)", ""),
+}
+FORMAT_FLAGS = tuple(_SYNTAXES)
+"""The values of `format_flag`: the gettext flags of the format languages known here,
+`"any"` (all of them) and `"none"`."""
+
+
+def _syntax_of(format_flag):
+    try:
+        return _SYNTAXES[format_flag]
+    except (KeyError, TypeError):
+        raise ValueError(f"format_flag must be one of {', '.join(map(repr, FORMAT_FLAGS))}, "
+                         f"got {format_flag!r}") from None
 _POSITIONAL = re.compile(r"%\d+\$")
 _TAIL = re.compile(r"(?:\s*[.:!?…]+)?\s*\Z")  # final punctuation and white space
 _CLOSING = tuple(".,:;!?…)")  # punctuation that follows a word without a space
@@ -90,11 +140,12 @@ _BARE_VARIABLE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")  # the only one a word 
 _WORD_START = re.compile(r"[A-Za-z0-9_]")
 
 
-def find_placeholders(text):
+def find_placeholders(text, format_flag="any"):
     """The placeholders of a text, in order of occurrence.
 
     Args:
         text: a message or a translation.
+        format_flag: the format language (see the module's docstring).
 
     Returns:
         A list of strings, one per occurrence.
@@ -104,8 +155,10 @@ def find_placeholders(text):
     ['%s', '%s', '%s']
     >>> find_placeholders("{{literal}} {name!r:>10} for $USER")
     ['{{', '}}', '{name!r:>10}', '$USER']
+    >>> find_placeholders("100% of %s", "c-format"), find_placeholders("100% of %s", "none")
+    (['% o', '%s'], [])
     """
-    return PLACEHOLDER.findall(text)
+    return _syntax_of(format_flag).placeholder.findall(text)
 
 
 def is_ordered(placeholder):
@@ -145,7 +198,7 @@ def _ordered(placeholders):
     return [p for p in placeholders if is_ordered(p)]
 
 
-def matches(source, translation):
+def matches(source, translation, format_flag="any"):
     """Whether a translation keeps the source's placeholders.
 
     True iff both hold the same placeholders the same number of times, the
@@ -158,6 +211,7 @@ def matches(source, translation):
     Args:
         source: the original message.
         translation: its translation.
+        format_flag: the format language (see the module's docstring).
 
     Returns:
         A bool.
@@ -168,17 +222,19 @@ def matches(source, translation):
     >>> matches("{0} of {1}", "{1} von {0}")
     True
     """
-    wanted, found = find_placeholders(source), find_placeholders(translation)
+    syntax = _syntax_of(format_flag)
+    wanted, found = syntax.placeholder.findall(source), syntax.placeholder.findall(translation)
+    allowed = _strays(source, syntax)
     return (collections.Counter(wanted) == collections.Counter(found)
             and _ordered(wanted) == _ordered(found)
-            and all(count <= _strays(source)[c] for c, count in _strays(translation).items()))
+            and all(count <= allowed[c] for c, count in _strays(translation, syntax).items()))
 
 
-def _strays(text):
-    """How many `%`, `{` and `}` stand outside placeholders: msgfmt reads each as a
-    broken directive (`"100%"` in a c-format string, a lone `{` in python-brace)."""
-    outside = "".join(_split(text)[0])
-    return collections.Counter(c for c in outside if c in "%{}")
+def _strays(text, syntax):
+    """How many `%`, `{` and `}` (those the format language has) stand outside placeholders:
+    msgfmt reads each as a broken directive (`"100%"` in c-format, a lone `{` in python-brace)."""
+    outside = "".join(_split(text, syntax)[0])
+    return collections.Counter(c for c in outside if c in syntax.starters)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,7 +270,7 @@ def _choose_slots(items):
     return tuple(item for item in distinct if item in chosen)
 
 
-def protect(text):
+def protect(text, format_flag="any"):
     r"""Replaces each placeholder by the slot symbol of its distinct string.
 
     Distinct placeholders beyond the 32 slots stay literal text. A slot
@@ -224,6 +280,7 @@ def protect(text):
 
     Args:
         text: a message.
+        format_flag: the format language (see the module's docstring).
 
     Returns:
         A `Protected`.
@@ -235,12 +292,13 @@ def protect(text):
     >>> restore(p.text, p.slots)
     'Copy %s to %(dest)s? {0}\n'
     """
-    slots = _choose_slots(_ITEM.findall(text))
+    item = _syntax_of(format_flag).item
+    slots = _choose_slots(item.findall(text))
     symbols = dict(zip(slots, SLOT_SYMBOLS))
-    return Protected(_ITEM.sub(lambda m: symbols.get(m.group(), m.group()), text), slots)
+    return Protected(item.sub(lambda m: symbols.get(m.group(), m.group()), text), slots)
 
 
-def protect_pair(source, target):
+def protect_pair(source, target, format_flag="any"):
     r"""Protects a training pair with the source's slots on both sides.
 
     A target placeholder that the source lacks stays literal text (the model
@@ -250,6 +308,7 @@ def protect_pair(source, target):
     Args:
         source: the original message.
         target: its reference translation.
+        format_flag: the format language (see the module's docstring).
 
     Returns:
         `(protected source, protected target)`.
@@ -258,7 +317,7 @@ def protect_pair(source, target):
     >>> protect_pair("%s files", "%s Dateien %d")
     ('\ue000 files', '\ue000 Dateien %d')
     """
-    protected = protect(source)
+    protected = protect(source, format_flag)
     symbols = dict(zip(protected.slots, SLOT_SYMBOLS))
 
     def substitute(match):
@@ -267,7 +326,7 @@ def protect_pair(source, target):
             return symbols[item]
         return "" if _is_slot_symbol(item) else item
 
-    return protected.text, _ITEM.sub(substitute, target)
+    return protected.text, _syntax_of(format_flag).item.sub(substitute, target)
 
 
 def restore(text, slots):
@@ -303,11 +362,11 @@ def restore(text, slots):
     return _SLOT.sub(substitute, text)
 
 
-def _split(text):
+def _split(text, syntax):
     """`(texts, placeholders)` with `len(texts) == len(placeholders) + 1`:
     text between placeholders, alternating, so the text is their interleaving."""
     texts, found, start = [], [], 0
-    for match in PLACEHOLDER.finditer(text):
+    for match in syntax.placeholder.finditer(text):
         texts.append(text[start : match.start()])
         found.append(match.group())
         start = match.end()
@@ -391,7 +450,7 @@ def _inert(texts, found):
     return _interleave(texts, found)
 
 
-def repair(source, translation):
+def repair(source, translation, format_flag="any"):
     """A minimal change of a translation that makes it keep the source's placeholders.
 
     In turn: occurrences the source lacks or has fewer of are removed (the
@@ -406,6 +465,7 @@ def repair(source, translation):
     Args:
         source: the original message.
         translation: a translation, e.g. a model's output.
+        format_flag: the format language (see the module's docstring).
 
     Returns:
         `translation` itself when it already matches, else the repaired text.
@@ -418,12 +478,13 @@ def repair(source, translation):
     >>> repair("%d of %s", "%s von %d")
     '%d von %s'
     """
-    if matches(source, translation):
+    syntax = _syntax_of(format_flag)
+    if matches(source, translation, format_flag):
         return translation
-    wanted = find_placeholders(source)
-    texts, found = _split(translation)
+    wanted = syntax.placeholder.findall(source)
+    texts, found = _split(translation, syntax)
     texts, found = _drop_extra(texts, found, collections.Counter(wanted))
     texts, found = _add_missing(texts, found, _missing(wanted, found))
     found = _reorder(found, wanted)
     repaired = _interleave(texts, found)
-    return repaired if matches(source, repaired) else _inert(texts, found)
+    return repaired if matches(source, repaired, format_flag) else _inert(texts, found)

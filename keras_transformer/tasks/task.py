@@ -23,6 +23,20 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+def _check_unicode(name, text):
+    """Refuses a string with lone surrogates: bytes that were never decoded (Python keeps
+    undecodable command-line bytes so) reach no tokenizer as text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        byte = f" (the byte 0x{code - 0xDC00:02X}, left undecoded)" if 0xDC80 <= code <= 0xDCFF else ""
+        raise ValueError(
+            f"{name} is not valid Unicode: character {error.start} is the lone surrogate "
+            f"U+{code:04X}{byte}; decode the text with its real encoding first."
+        ) from None
+
+
 def texts_argument(name, texts):
     """`texts` as a list, and whether a single string was given.
 
@@ -31,11 +45,15 @@ def texts_argument(name, texts):
         texts: a string or a list/tuple of strings.
 
     Raises:
-        ValueError: `texts` is neither a string nor a list/tuple of strings.
+        ValueError: `texts` is neither a string nor a list/tuple of strings,
+            or a string holds lone surrogates (undecoded bytes).
     """
     if isinstance(texts, str):
+        _check_unicode(f"`{name}`", texts)
         return [texts], True
     if isinstance(texts, (list, tuple)) and all(isinstance(t, str) for t in texts):
+        for index, text in enumerate(texts):
+            _check_unicode(f"`{name}[{index}]`", text)
         return list(texts), False
     raise ValueError(
         f"`{name}` must be a string or a list of strings; received {type(texts).__name__}"

@@ -1,6 +1,8 @@
 """`Translator`: an `EncoderDecoder` and its shared tokenizer, text in and text out."""
 
 import math
+import os
+import re
 
 import keras
 import numpy as np
@@ -19,7 +21,13 @@ REPAIRED = "placeholders repaired"
 EMPTY = "no translation: source kept"
 """Note on a piece the model translated to nothing."""
 TOO_LONG = "too long for the model: source kept"
-"""Note on a piece longer than the model's position table."""
+"""Note on a piece longer than the model's `max_length` allows (less the 50 tokens a
+translation may add): kept as it is rather than decoded for minutes into nonsense."""
+UNKNOWN_CHARACTERS = "characters outside the vocabulary left out"
+"""Note on a translation whose source has characters the tokenizer cannot represent
+(emoji, a script it never saw): the model saw an unknown token there."""
+_UNKNOWN_SURFACE = "\u2047"  # "⁇": what SentencePiece writes for an unknown token
+_MEMORY_SHARE = 0.5  # of the machine's memory that a decoding's beams may take
 COVERAGE_BETA = 0.4
 """`translate`'s default coverage penalty weight (GNMT's beta). Without it, beam
 search on a briefly trained translator prefers outputs that stop before the
@@ -28,7 +36,7 @@ source is translated (shorter than greedy search's); 0.4 is the smallest of 0,
 translator's validation split (`docs/benchmarks.md` has the figures)."""
 
 
-def _select(source, candidates, count):
+def _select(source, candidates, count, format_flag="any"):
     """The `count` best candidates whose placeholders match `source`, repaired ones after.
 
     `candidates` are `(text, score)`, best first. A candidate that fails
@@ -41,10 +49,11 @@ def _select(source, candidates, count):
     candidates = [(text, score) for text, score in candidates if text.strip()]
     matching, repaired = [], []
     for text, score in candidates:
-        if placeholders.matches(source, text):
+        if placeholders.matches(source, text, format_flag):
             matching.append(Translation(text, score))
         else:
-            repaired.append(Translation(placeholders.repair(source, text), score, (REPAIRED,)))
+            repaired.append(Translation(placeholders.repair(source, text, format_flag), score,
+                                        (REPAIRED,)))
     distinct = {}
     for option in matching + repaired:  # best first within each group: the first stays
         distinct.setdefault(option.text, option)
@@ -54,6 +63,26 @@ def _select(source, candidates, count):
     return chosen + [chosen[-1]] * (count - len(chosen))
 
 
+def _format_flags_argument(format_flags, count):
+    if format_flags is None:
+        return ["any"] * count
+    if not isinstance(format_flags, (list, tuple)) or len(format_flags) != count:
+        raise ValueError(f"`format_flags` must be None or a list with one flag per text "
+                         f"({count}); received {format_flags!r:.80}.")
+    for flag in format_flags:
+        if flag not in placeholders.FORMAT_FLAGS:
+            raise ValueError(f"`format_flags` holds {flag!r}; each must be one of "
+                             f"{', '.join(map(repr, placeholders.FORMAT_FLAGS))}.")
+    return list(format_flags)
+
+
+def _without_unknown(text, source):
+    """The text without the unknown-token marks the source lacks, each with the space it brought."""
+    if _UNKNOWN_SURFACE in source or _UNKNOWN_SURFACE not in text:
+        return text
+    return re.sub(f" *{_UNKNOWN_SURFACE}[ {_UNKNOWN_SURFACE}]*", " ", text).strip(" ")
+
+
 def _until_end(ids, config):
     """A generated row's tokens before its end id, without padding."""
     if config.end_id in ids:
@@ -61,7 +90,7 @@ def _until_end(ids, config):
     return [t for t in ids if t != config.pad_id]
 
 
-def _combine(source, layout, pieces):
+def _combine(source, layout, pieces, format_flag="any"):
     """One translation of a whole text from one translation of each of its pieces.
 
     Pieces that each keep their placeholders can still form a new one where
@@ -70,8 +99,8 @@ def _combine(source, layout, pieces):
     """
     notes = tuple(dict.fromkeys(note for piece in pieces for note in piece.notes))
     text = layout.rebuild([piece.text for piece in pieces])
-    if not placeholders.matches(source, text):
-        text = placeholders.repair(source, text)
+    if not placeholders.matches(source, text, format_flag):
+        text = placeholders.repair(source, text, format_flag)
         notes = tuple(dict.fromkeys(notes + (REPAIRED,)))
     return Translation(text, float(sum(piece.score for piece in pieces)), notes)
 
@@ -182,7 +211,7 @@ class Translator(TextTask):
         return best[0] if single else best
 
     def translations(self, texts, beam_size=4, num_return=1, alpha=0.6, beta=COVERAGE_BETA,
-                     batch_size=64, progress="auto"):
+                     batch_size=64, progress="auto", format_flags=None):
         """The `num_return` best translations of each text, as `Translation`s.
 
         Args:
@@ -196,6 +225,11 @@ class Translator(TextTask):
             beta: GNMT coverage penalty weight (beam search; 0: off).
             batch_size: pieces decoded together.
             progress: True, False or "auto" (a bar when there is more than one batch).
+            format_flags: the format language of each text, as gettext flags it
+                (`"c-format"`, `"python-format"`, `"python-brace-format"`,
+                `"sh-format"`, `"none"`; see `keras_transformer.messages.placeholders`):
+                a list as long as `texts`, or None for `"any"` (every kind of
+                placeholder) for all.
 
         Returns:
             A list with, per text, a list of `num_return` `Translation`s
@@ -203,8 +237,15 @@ class Translator(TextTask):
             several pieces combines the i-th translation of each piece. The
             hypotheses that keep their placeholders come first, by score, then
             repaired ones; when the search finds fewer than `num_return`
-            distinct ones, the last is repeated. A piece too long for a learned
-            position table is kept untranslated with score `-inf`.
+            distinct ones, the last is repeated. A piece longer than the
+            model's `max_length` allows is kept untranslated with score `-inf`
+            and the note `TOO_LONG`; characters the tokenizer cannot represent
+            are left out, with the note `UNKNOWN_CHARACTERS`.
+
+        Raises:
+            ValueError: an argument out of range; `beam_size` wider than the
+                vocabulary, or whose beams would need more than half the
+                machine's memory (the message gives the widest that fits).
 
         Example:
         >>> import keras_transformer as kt
@@ -226,33 +267,81 @@ class Translator(TextTask):
         batch_size = validation.check_int("batch_size", batch_size)
         if progress not in (True, False, "auto"):
             raise ValueError(f"`progress` must be True, False or 'auto'; received {progress!r}.")
+        flags = _format_flags_argument(format_flags, len(texts))
+        vocabulary = self.model.config.vocab_size
+        if beam_size is not None and beam_size > vocabulary:
+            raise ValueError(f"`beam_size` must be at most the vocabulary size, {vocabulary} "
+                             f"(a wider beam has nothing to hold); received {beam_size}.")
         layouts = [split_message(text) for text in texts]
-        pieces = list(dict.fromkeys(piece for layout in layouts for piece in layout.pieces))
+        keys = list(dict.fromkeys((piece, flag) for layout, flag in zip(layouts, flags)
+                                  for piece in layout.pieces))
         # What `generate` is called with: greedy search takes no length or coverage weights.
         search = dict(beam_size=None) if beam_size is None else dict(
             beam_size=beam_size, alpha=alpha, beta=beta)
-        found = self._translate_pieces(pieces, search, num_return, batch_size, progress)
-        return [[_combine(text, layout, [found[piece][i] for piece in layout.pieces])
-                 for i in range(num_return)] for text, layout in zip(texts, layouts)]
+        found = self._translate_pieces(keys, search, num_return, batch_size, progress)
+        return [[_combine(text, layout, [found[piece, flag][i] for piece in layout.pieces], flag)
+                 for i in range(num_return)]
+                for text, layout, flag in zip(texts, layouts, flags)]
 
-    def _translate_pieces(self, pieces, search, num_return, batch_size, progress):
-        """`{piece: [Translation] * num_return}` for pieces without layout whitespace."""
+    def _unknown_characters(self, pieces, sources):
+        """For each piece, the characters its tokenization turned into the unknown token."""
+        unknown_id = self.token_id("<unk>")
+        suspects = [i for i, ids in enumerate(sources) if unknown_id is not None and unknown_id in ids]
+        characters = sorted({c for i in suspects for c in pieces[i] if not c.isspace()})
+        ids = dict(zip(characters, self.tokenize(characters))) if characters else {}
+        unknown = {c for c in characters if unknown_id in ids[c]}
+        return [sorted(set(pieces[i]) & unknown, key=pieces[i].index) if i in suspects else []
+                for i in range(len(pieces))]
+
+    def _check_memory(self, beam_size, rows, length):
+        """Refuses a beam whose decoding state would take more than half the machine's memory."""
+        if not beam_size:
+            return
+        config = self.model.config
+        # Per beam: each decoder layer's self-attention cache (keys and values over the
+        # target) and cross-attention keys and values (over the source), and the scores
+        # of the whole vocabulary, all float32.
+        per_beam = 4 * (config.num_decoder_layers * 2 * config.d_model * (2 * length + 50)
+                        + 3 * config.vocab_size)
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf: nothing to compare with
+            return
+        allowed = memory * _MEMORY_SHARE
+        if rows * beam_size * per_beam > allowed:
+            widest = max(1, int(allowed // (rows * per_beam)))
+            raise ValueError(
+                f"`beam_size` {beam_size} would need about "
+                f"{rows * beam_size * per_beam / 2**30:.0f} GiB for {rows} pieces of up to "
+                f"{length} tokens decoded together, more than half of this machine's "
+                f"{memory / 2**30:.0f} GiB; use a beam_size of at most {widest}, or a smaller "
+                "batch_size.")
+
+    def _translate_pieces(self, keys, search, num_return, batch_size, progress):
+        """`{(piece, format flag): [Translation] * num_return}` for pieces without layout
+        whitespace."""
+        pieces = [piece for piece, _ in keys]
         protects = self.protects_placeholders
-        protected = [placeholders.protect(piece) if protects
-                     else placeholders.Protected(piece, ()) for piece in pieces]
+        protected = [placeholders.protect(piece, flag) if protects
+                     else placeholders.Protected(piece, ()) for piece, flag in keys]
         config = self.model.config
         sources = [ids + [config.end_id] for ids in self.tokenize([p.text for p in protected])]
-        # A learned position table bounds the source and its translation (source + 50).
-        limit = config.max_length - 51 if config.position == "learned" else None
+        unknown = self._unknown_characters(pieces, sources)
+        # max_length bounds the source and its translation (source + 50): a learned position
+        # table has no more rows, and no model was trained on longer pieces (attention's
+        # memory grows with the square of the length).
+        limit = config.max_length - 51
         found = {}
         fits = []
         for i, source in enumerate(sources):
-            if limit is not None and len(source) > limit:
-                found[pieces[i]] = [Translation(pieces[i], -math.inf, (TOO_LONG,))] * num_return
+            if len(source) > limit:
+                found[keys[i]] = [Translation(pieces[i], -math.inf, (TOO_LONG,))] * num_return
             else:
                 fits.append(i)
         order = sorted(fits, key=lambda i: len(sources[i]))
         batch_size = min(batch_size, max(1, len(order)))  # one short call: no filler rows
+        if order:
+            self._check_memory(search["beam_size"], batch_size, len(sources[order[-1]]))
         batches = [order[begin:begin + batch_size] for begin in range(0, len(order), batch_size)]
         bar = None
         if progress is True or (progress == "auto" and len(batches) > 1):
@@ -262,7 +351,13 @@ class Translator(TextTask):
             for i, hypotheses in zip(batch, candidates):
                 restored = [(placeholders.restore(text, protected[i].slots), score)
                             for text, score in hypotheses]
-                found[pieces[i]] = _select(pieces[i], restored, num_return)
+                if unknown[i]:
+                    restored = [(_without_unknown(text, pieces[i]), score) for text, score in restored]
+                chosen = _select(pieces[i], restored, num_return, keys[i][1])
+                if unknown[i]:
+                    note = f"{UNKNOWN_CHARACTERS}: {' '.join(unknown[i])}"
+                    chosen = [Translation(t.text, t.score, t.notes + (note,)) for t in chosen]
+                found[keys[i]] = chosen
             if bar is not None:
                 bar.add(len(batch))
         return found

@@ -301,3 +301,42 @@ def test_msgfmt_check_format_accepts_repaired_translations(tmp_path, flag, pool,
     accepted, errors = _msgfmt_accepts(tmp_path / "repaired.po", repaired, flag)
     assert accepted, errors
 
+
+
+# --- format languages (a catalog entry's flag) -------------------------------------------
+
+@pytest.mark.parametrize("flag,text,expected", [
+    ("c-format", "%S of %C, %1$s, %<PRIu64>, %(x)s, %r", ["%S", "%C", "%1$s", "%<PRIu64>"]),
+    ("python-format", "%(name)s %r %a %1$s %S", ["%(name)s", "%r", "%a"]),
+    ("python-brace-format", "{0} %s $HOME {{", ["{0}", "{{"]),
+    ("sh-format", "{0} %s $HOME ${X}", ["$HOME", "${X}"]),
+    ("none", "50% of %s {0} $HOME", []),
+    ("any", "%S %s {0} $HOME", ["%S", "%s", "{0}", "$HOME"]),
+])
+def test_each_format_language_has_its_own_placeholders(flag, text, expected):
+    assert find_placeholders(text, flag) == expected
+
+
+def test_plain_text_is_never_repaired_into_nonsense():
+    """A message without a format flag has no directives: `100% der` stays as written."""
+    source, translation = "Done: 100% of the files", "Fertig: 100% der Dateien"
+    assert repair(source, translation, "none") == translation
+    assert matches(source, translation, "none")
+    assert repair(source, translation) != translation  # as printf reads it, `% o` and `% d` differ
+
+
+def test_wide_c_directives_count_in_c_format():
+    assert not matches("Copy %S", "Kopiere", "c-format")
+    assert repair("Copy %S", "Kopiere", "c-format") == "Kopiere %S"
+    assert protect("Copy %S to %C", "c-format").slots == ("%S", "%C")
+
+
+def test_protect_pair_follows_the_format_flag():
+    # `% o` is a directive to printf (space flag, o conversion), `% v` is not
+    assert protect_pair("50% of %s", "50% von %s", "c-format") == ("50\ue000f \ue001", "50% von \ue001")
+    assert protect_pair("50% of %s", "50% von %s", "none") == ("50% of %s", "50% von %s")
+
+
+def test_an_unknown_format_flag_is_refused():
+    with pytest.raises(ValueError, match="format_flag must be one of"):
+        matches("%s", "%s", "c")

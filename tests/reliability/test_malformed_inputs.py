@@ -14,6 +14,11 @@ import pytest
 import keras_transformer as kt
 from keras_transformer import layers
 from keras_transformer.generation import Sampler
+from keras_transformer.messages import PluralRule
+from keras_transformer.messages import PoSyntaxError
+from keras_transformer.messages import find_placeholders
+from keras_transformer.messages import parse_po
+from keras_transformer.messages import write_catalog
 
 VOCAB, BATCH, LENGTH, WIDTH = 32, 2, 5, 8
 SMALL = dict(vocab_size=VOCAB, num_layers=1, d_model=WIDTH, num_heads=2, d_ff=16,
@@ -43,6 +48,14 @@ def prompt(value=1, dtype="int32"):
 def _compiled(model):
     model.compile()
     return model
+
+
+_HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+
+
+def _text_generator():
+    tokenizer = kt.data.train_sentencepiece(["open the file"] * 20, 30)
+    return kt.TextGenerator(gpt(vocab_size=tokenizer.vocabulary_size()), tokenizer)
 
 
 def pair(source=None, target=None):
@@ -345,6 +358,30 @@ CASES = [
      r"`seed` must be an integer >= 0; received -1"),
     ("sampler-top-p-string", lambda: Sampler(top_p="0.9"), ValueError,
      r"`top_p` must be a number in \(0, 1\]; received '0.9'"),
+    # --- gettext catalogs (each accepted before po_file) ---------------------
+    ("po-unterminated-string", lambda: parse_po('msgid "Quit\nmsgstr ""\n', "de.po"),
+     PoSyntaxError, r"^de\.po:1:7: end-of-line within string$"),
+    ("po-duplicate-msgid",
+     lambda: parse_po(_HEADER + 'msgid "A"\nmsgstr ""\n\nmsgid "A"\nmsgstr ""\n', "de.po"),
+     PoSyntaxError, r"^de\.po:8: duplicate message definition \(first defined on line 5\)$"),
+    ("po-invalid-escape", lambda: parse_po(_HEADER + 'msgid "\\q"\nmsgstr ""\n', "de.po"),
+     PoSyntaxError, r"^de\.po:5:7: invalid control sequence \\q$"),
+    ("po-half-obsolete", lambda: parse_po(_HEADER + 'msgid "A"\n#~ msgstr ""\n', "de.po"),
+     PoSyntaxError, r"^de\.po:6: inconsistent use of #~$"),
+    ("po-byte-order-mark", lambda: parse_po(b"\xef\xbb\xbf" + _HEADER.encode(), "de.po"),
+     PoSyntaxError, r"^de\.po:1:1: syntax error: a byte-order mark"),
+    ("po-not-its-charset", lambda: parse_po(_HEADER.encode() + b'msgid "\xff"\nmsgstr ""\n', "de.po"),
+     PoSyntaxError, r"^de\.po:5:8: invalid multibyte sequence \(the file is not utf-8"),
+    ("plural-rule-divides-by-zero", lambda: PluralRule.parse("nplurals=2; plural=n/(n-1);"),
+     ValueError, r"divides by zero for n = 1"),
+    ("plural-rule-form-out-of-range", lambda: PluralRule.parse("nplurals=2; plural=n;"),
+     ValueError, r"gives form 2 for n = 2, but nplurals=2 allows 0 to 1"),
+    ("unknown-format-flag", lambda: find_placeholders("%s", "perl"), ValueError,
+     r"format_flag must be one of 'any', 'c-format'.*got 'perl'"),
+    ("write-catalog-over-a-device", lambda: write_catalog(parse_po(_HEADER), "/dev/null"),
+     ValueError, r"/dev/null exists and is not a regular file"),
+    ("generate-undecoded-bytes", lambda: _text_generator().generate("Caf\udce9"), ValueError,
+     r"`prompts` is not valid Unicode: character 3 is the lone surrogate U\+DCE9 \(the byte 0xE9"),
 ]
 assert len(CASES) >= 20
 

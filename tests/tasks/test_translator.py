@@ -154,6 +154,11 @@ def test_saved_translator_loads_in_safe_mode_with_the_same_strings(translator, t
          ["`num_return`", "greedy search"]),
         (lambda t: t.translate("a", batch_size=0), ["`batch_size`", ">= 1"]),
         (lambda t: t.translate("a", progress="yes"), ["`progress`", "'auto'"]),
+        (lambda t: t.translate("Caf\udce9"), ["`texts`", "not valid Unicode", "0xE9"]),
+        (lambda t: t.translate(["a", "Caf\udce9"]), ["`texts[1]`", "not valid Unicode"]),
+        (lambda t: t.translate("a", beam_size=10**6), ["`beam_size`", "vocabulary size"]),
+        (lambda t: t.translations(["a"], format_flags=["c"]), ["`format_flags`", "'c-format'"]),
+        (lambda t: t.translations(["a", "b"], format_flags=["none"]), ["`format_flags`", "one flag per text"]),
     ],
 )
 def test_bad_call_arguments_raise_naming_them(translator, call, words):
@@ -215,3 +220,57 @@ def test_hostile_model_output_is_repaired_or_refused_never_passed_as_good(transl
     assert found[1].text == "  Quit\n" and found[1].notes == (translator_module.EMPTY,)
     assert found[2].text == "Fertig %d zu 100"
     assert found[3].text == "%s %d kopieren"
+
+
+def _source_rows(translator, call):
+    """The id rows `generate` is called with while `call` runs."""
+    seen = []
+    original = translator.model.generate
+
+    def recording(source_ids, **kwargs):
+        seen.extend(np.asarray(source_ids).tolist())
+        return original(source_ids, **kwargs)
+
+    translator.model.generate = recording
+    call()
+    translator.model.generate = original
+    return seen
+
+
+def test_the_format_flag_decides_what_reaches_the_model_as_a_slot(translator):
+    slot = translator.token_id(kt.messages.SLOT_SYMBOLS[0])
+    text = "Done: 100% of the files"
+    as_any = _source_rows(translator, lambda: translator.translations([text], beam_size=1))
+    as_text = _source_rows(translator, lambda: translator.translations(
+        [text], beam_size=1, format_flags=["none"]))
+    assert slot in as_any[0] and slot not in as_text[0]  # "% o" is a directive only to printf
+    found = translator.translations([text], beam_size=2, format_flags=["none"])[0][0]
+    assert translator_module.REPAIRED not in found.notes  # nothing to repair in plain text
+
+
+def test_c_format_keeps_wide_directives(translator):
+    found = translator.translations(["Copy %S to %C"], beam_size=2, format_flags=["c-format"])[0][0]
+    assert matches("Copy %S to %C", found.text, "c-format")
+
+
+def test_characters_outside_the_vocabulary_are_left_out_with_a_note(translator):
+    found = translator.translations(["Open 😀 file ½"], beam_size=2)[0][0]
+    assert "\u2047" not in found.text and not found.clean
+    assert f"{translator_module.UNKNOWN_CHARACTERS}: 😀 ½" in found.notes
+    assert translator.translations(["Open the file"], beam_size=2)[0][0].notes == ()
+
+
+def test_a_piece_too_long_for_the_model_is_kept_without_decoding(translator):
+    long = "open the file " * 400  # about 1,600 tokens, beyond max_length 1024 less 51
+    rows = _source_rows(translator, lambda: translator.translations([long.strip(), "Open"], beam_size=2))
+    found = translator.translations([long.strip()], beam_size=2)[0][0]
+    assert found.text == long.strip() and found.notes == (translator_module.TOO_LONG,)
+    assert found.score == -np.inf and len(rows) == 1  # only "Open" was decoded
+
+
+def test_a_beam_that_would_exhaust_memory_is_refused_with_the_widest_that_fits(translator, monkeypatch):
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 16}  # a 64 KiB machine
+    monkeypatch.setattr(translator_module.os, "sysconf", lambda name: pages[name])
+    with pytest.raises(ValueError, match=r"`beam_size` 8 would need about .* use a beam_size of "
+                                         r"at most \d+, or a smaller batch_size"):
+        translator.translations(["Open the file"], beam_size=8)

@@ -1,0 +1,222 @@
+"""Reading `.po` files as msgfmt does, and writing back every line we did not change."""
+
+import shutil
+import subprocess
+
+import polib
+import pytest
+
+from keras_transformer.messages.po_file import PoSyntaxError
+from keras_transformer.messages.po_file import parse_po
+from keras_transformer.messages.po_file import read_po
+
+MSGFMT = shutil.which("msgfmt") or "/usr/bin/msgfmt"
+MSGUNFMT = shutil.which("msgunfmt") or "/usr/bin/msgunfmt"
+HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+
+
+def msgfmt_accepts(path):
+    result = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)],
+                            capture_output=True, text=True)
+    return result.returncode == 0
+
+
+def write(tmp_path, text, name="t.po"):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+def fill_all(po):
+    for entry in po.entries:
+        if not entry.obsolete and not entry.is_header and not entry.translated:
+            po.fill(entry, ["X" + entry.msgid] * (len(entry.msgstr)))
+    return po
+
+
+# Catalogs msgfmt --check accepts, each kept byte for byte (what polib loses is named).
+KEPT = {
+    "c-escapes": HEADER + 'msgid "Bell\\a esc\\033[1m hex\\x1b[0m \\b\\f\\v\\r\\t\\\\ \\""\nmsgstr "x\\033"\n',
+    "obsolete-previous": HEADER + '#~| msgid "Older"\n#~ msgid "Old"\n#~ msgstr "Alt"\n',
+    "lone-hash": HEADER + "#\n# \n# translator\nmsgid \"A\"\nmsgstr \"B\"\n",
+    "no-space-after-hash": HEADER + "#TRANSLATORS: short\n#:src/a.c:1\nmsgid \"A\"\nmsgstr \"B\"\n",
+    "no-wrap": HEADER + "#, no-wrap\nmsgid \"\"\n\"a long line of text that msgcat would wrap at "
+               "seventy-nine columns if it were allowed to wrap it at all\"\nmsgstr \"B\"\n",
+    "crlf": HEADER.replace("\n", "\r\n") + 'msgid "A"\r\nmsgstr "B"\r\n',
+    "no-final-newline": HEADER + 'msgid "A"\nmsgstr "B"',
+    "indented-and-same-line": HEADER + '  msgid   "A" "x"\nmsgstr\n"B" # trailing comment\n',
+    "fuzzy-with-previous": HEADER + '#, fuzzy\n#| msgid "Olde"\nmsgid "Old"\nmsgstr "Alt"\n',
+    "plural": HEADER.replace('\\n"\n\n', '\\n"\n"Plural-Forms: nplurals=2; plural=(n != 1);\\n"\n\n')
+              + 'msgid "a"\nmsgid_plural "as"\nmsgstr[0] "b"\nmsgstr[1] "bs"\n',
+    "context": HEADER + 'msgctxt "menu"\nmsgid "File"\nmsgstr "Datei"\n\nmsgid "File"\nmsgstr "D"\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_accepted_catalogs_come_back_byte_for_byte(name, tmp_path):
+    text = KEPT[name]
+    path = write(tmp_path, text)
+    assert msgfmt_accepts(path)
+    assert read_po(path).text() == text
+
+
+@pytest.mark.parametrize("name,lost", [
+    ("obsolete-previous", "#~| msgid"), ("lone-hash", "#\n# \n"), ("crlf", "\r\n"),
+])
+def test_polib_loses_what_we_keep(name, lost, tmp_path):
+    """Why po_file exists: polib 1.2 writes these catalogs back without what they had."""
+    text = KEPT[name]
+    assert lost in text and lost not in str(polib.pofile(text)) + "\n"
+    assert lost in parse_po(text).text()
+
+
+def test_polib_changes_what_an_escaped_msgid_means():
+    """polib writes `\\033` back as `\\\\033`: the program's lookup no longer matches."""
+    text = KEPT["c-escapes"]
+    assert parse_po(str(polib.pofile(text))).entries[1].msgid != parse_po(text).entries[1].msgid
+
+
+def test_polib_refuses_comments_without_a_space_that_msgfmt_accepts():
+    with pytest.raises(OSError, match="Syntax error"):
+        polib.pofile(KEPT["no-space-after-hash"])
+    entry = parse_po(KEPT["no-space-after-hash"]).entries[1]
+    assert entry.msgid == "A"
+
+
+def test_polib_rewraps_no_wrap_entries():
+    text = KEPT["no-wrap"]
+    assert text not in str(polib.pofile(text)) + "\n" and parse_po(text).text() == text
+
+
+def test_escapes_decode_as_msgunfmt_reads_them(tmp_path):
+    """The values (what the program looks up) agree with msgfmt's compiled catalog."""
+    text = KEPT["c-escapes"]
+    entry = parse_po(text).entries[1]
+    assert entry.msgid == 'Bell\a esc\x1b[1m hex\x1b[0m \b\f\v\r\t\\ "'
+    assert entry.msgstr == ["x\x1b"]
+    subprocess.run([MSGFMT, "-o", str(tmp_path / "t.mo"), str(write(tmp_path, text))], check=True)
+    compiled = polib.mofile(str(tmp_path / "t.mo"))
+    assert [e.msgid for e in compiled if e.msgid] == [entry.msgid]
+
+
+def test_a_hex_escape_takes_every_hex_digit_and_an_octal_one_three(tmp_path):
+    """`\\x41B` is one escape (0x41B, of which a byte keeps 0x1B) and `\\1014` is `\\101` then 4,
+    as msgfmt compiles them."""
+    text = HEADER + 'msgid "\\x41B \\1014"\nmsgstr "x"\n'
+    assert parse_po(text).entries[1].msgid == "\x1b A4"
+    subprocess.run([MSGFMT, "-o", str(tmp_path / "t.mo"), str(write(tmp_path, text))], check=True)
+    assert [e.msgid for e in polib.mofile(str(tmp_path / "t.mo")) if e.msgid] == ["\x1b A4"]
+
+
+def test_filling_keeps_every_other_line(tmp_path):
+    text = (HEADER + "# translator\n#. extracted\n#: src/a.c:1\n#, c-format\n#| msgid \"Olde %s\"\n"
+            'msgid "Old %s"\nmsgstr ""\n\n#~| msgid "Older"\n#~ msgid "Old"\n#~ msgstr "Alt"\n')
+    po = parse_po(text)
+    po.fill(po.entries[1], ["Alt %s"], comment="machine translation: checked")
+    assert po.text() == (HEADER + "# translator\n# machine translation: checked\n#. extracted\n"
+                         "#: src/a.c:1\n#, fuzzy, c-format\n#| msgid \"Olde %s\"\n"
+                         'msgid "Old %s"\nmsgstr "Alt %s"\n\n#~| msgid "Older"\n#~ msgid "Old"\n'
+                         '#~ msgstr "Alt"\n')
+    assert msgfmt_accepts(write(tmp_path, po.text()))
+
+
+def test_filling_writes_escapes_and_keeps_crlf(tmp_path):
+    text = HEADER.replace("\n", "\r\n") + 'msgid "Bell\\a\\033"\r\nmsgstr ""\r\n'
+    po = parse_po(text)
+    po.fill(po.entries[1], ["Glocke\a\x1b \"q\" \\ \udce9"])
+    assert po.text() == (HEADER.replace("\n", "\r\n") + "#, fuzzy\r\nmsgid \"Bell\\a\\033\"\r\n"
+                         'msgstr "Glocke\\a\\033 \\"q\\" \\\\ \\351"\r\n')
+
+
+def test_filling_an_entry_that_shares_its_lines(tmp_path):
+    text = HEADER + 'msgid "A" msgstr "" msgid "B" msgstr ""\n'
+    po = parse_po(text)
+    po.fill(po.entries[1], ["a"])
+    po.fill(po.entries[2], ["b"])
+    path = write(tmp_path, po.text())
+    assert msgfmt_accepts(path)
+    assert [e.msgstr for e in read_po(path).entries[1:]] == [["a"], ["b"]]
+
+
+def test_long_and_multiline_translations_wrap_like_msgcat(tmp_path):
+    po = parse_po(HEADER + 'msgid "A"\nmsgstr ""\n')
+    long = "word " * 30 + "end\nsecond line\n"
+    po.fill(po.entries[1], [long])
+    path = write(tmp_path, po.text())
+    cat = subprocess.run(["msgcat", str(path)], capture_output=True, text=True, check=True).stdout
+    assert po.text().split('msgid "A"')[1] == cat.split('msgid "A"')[1]
+
+
+def test_metadata_edit_rewrites_only_the_header():
+    po = parse_po(HEADER + 'msgid "A"\nmsgstr "B"\n')
+    po.set_metadata(dict(po.metadata, Language="de"))
+    assert po.text() == ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
+                         '"Language: de\\n"\n\nmsgid "A"\nmsgstr "B"\n')
+
+
+# What msgfmt --check refuses: (catalog, the start of the message after "t.po:").
+REFUSED = {
+    "unterminated": ('msgid "Quit\nmsgstr ""\n', "1:7: end-of-line within string"),
+    "duplicate": (HEADER + 'msgid "A"\nmsgstr ""\n\nmsgid "A"\nmsgstr "B"\n',
+                  "8: duplicate message definition (first defined on line 5)"),
+    "duplicate-obsolete": (HEADER + 'msgid "A"\nmsgstr ""\n\n#~ msgid "A"\n#~ msgstr "B"\n',
+                           "8: duplicate message definition"),
+    "bad-escape": (HEADER + 'msgid "\\e"\nmsgstr ""\n', "5:7: invalid control sequence \\e"),
+    "mixed-obsolete": (HEADER + 'msgid "A"\n#~ msgstr "B"\n', "6: inconsistent use of #~"),
+    "no-msgstr": (HEADER + 'msgid "A"\n\nmsgid "B"\nmsgstr ""\n', "5: missing 'msgstr' section"),
+    "garbage": (HEADER + 'msgid "A"\nmsgstr "B"\ngarbage\n', "7:1: syntax error: unexpected 'garbage'"),
+    "msgstr-first": ('msgstr "A"\n', "1:1: syntax error: msgstr before msgid"),
+    "plural-index": (HEADER + 'msgid "a"\nmsgid_plural "b"\nmsgstr[1] ""\n',
+                     "7: first plural form has nonzero index"),
+    "plural-without-plural": (HEADER + 'msgid "a"\nmsgstr[0] ""\n', "6:1: syntax error: unexpected msgstr[N]"),
+    "msgstr-after-plural": (HEADER + 'msgid "a"\nmsgid_plural "b"\nmsgstr ""\n',
+                            "7:1: syntax error: unexpected msgstr"),
+    "two-msgstr": (HEADER + 'msgid "a"\nmsgstr ""\nmsgstr "b"\n', "7:1: syntax error: unexpected msgstr"),
+    "byte-order-mark": ("\ufeff" + HEADER + 'msgid "A"\nmsgstr ""\n', "1:1: syntax error: a byte-order mark"),
+    "not-utf8": (HEADER.encode() + b'msgid "\xff"\nmsgstr ""\n', "5:8: invalid multibyte sequence"),
+    "domain": (HEADER + 'domain "x"\nmsgid "A"\nmsgstr ""\n', "5:1: 'domain' directives"),
+    "comment-inside": (HEADER + 'msgid "A"\n# c\nmsgstr "B"\n', "5: missing 'msgstr' section"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_msgfmt_refuses_is_refused_with_file_and_line(name, tmp_path):
+    text, message = REFUSED[name]
+    path = write(tmp_path, text.encode("utf-8") if isinstance(text, str) else text)
+    assert not msgfmt_accepts(path)
+    with pytest.raises(PoSyntaxError) as info:
+        read_po(path)
+    assert str(info.value).startswith(f"{path}:{message}"), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_polib_accepts_an_unterminated_string_and_loses_a_character():
+    assert polib.pofile('msgid "Quit\nmsgstr ""\n')[0].msgid == "Qui"
+
+
+def test_a_compiled_catalog_is_named_with_the_command_that_decompiles_it(tmp_path):
+    source = write(tmp_path, HEADER + 'msgid "A"\nmsgstr "B"\n')
+    subprocess.run([MSGFMT, "-o", str(tmp_path / "de.mo"), str(source)], check=True)
+    with pytest.raises(PoSyntaxError, match=r"compiled \.mo catalog.*msgunfmt .*de\.mo -o .*de\.po"):
+        read_po(tmp_path / "de.mo")
+
+
+def test_charset_of_the_header_decodes_the_file(tmp_path):
+    text = HEADER.replace("UTF-8", "ISO-8859-1") + 'msgid "Open"\nmsgstr "Öffnen"\n'
+    po = read_po(write(tmp_path, text.encode("iso-8859-1")))
+    assert po.encoding == "iso8859-1" and po.entries[1].msgstr == ["Öffnen"]
+    assert po.text().encode(po.encoding) == text.encode("iso-8859-1")
+
+
+def test_source_must_be_text_or_bytes():
+    with pytest.raises(TypeError, match="source must be"):
+        parse_po(3)
+
+
+def test_fill_refuses_translated_obsolete_and_wrong_counts():
+    po = parse_po(HEADER + 'msgid "A"\nmsgstr "B"\n\nmsgid "C"\nmsgstr ""\n\n#~ msgid "D"\n#~ msgstr ""\n')
+    for entry in (po.entries[0], po.entries[1], po.entries[3]):
+        with pytest.raises(ValueError, match="untranslated, live entry"):
+            po.fill(entry, ["x"])
+    with pytest.raises(ValueError, match="takes one form"):
+        po.fill(po.entries[2], ["x", "y"])
