@@ -27,13 +27,16 @@ def _settings_module():
 
 def main(argv=None):
     """Chooses the backend if none is usable as set, then runs `keras_transformer.cli.main`."""
-    ok, line = _settings_module().choose_for_command()
+    settings = _settings_module()
+    ok, line = settings.choose_for_command()
     if line:
         print(line, file=sys.stderr)
     if not ok:
         return 1
+    settings.hold_start_up_output()  # TensorFlow's start-up logs are not the command's output
     from keras_transformer.cli import main as run
 
+    settings.release_start_up_output()
     return run(argv)
 
 

@@ -12,10 +12,12 @@ backend instead (`keras_transformer_launch`, which loads this file by its path, 
 imports no backend, no Keras and nothing of the package.
 """
 
+import atexit
 import importlib.util
 import json
 import os
 import sys
+import tempfile
 
 BACKENDS = ("jax", "torch", "tensorflow")
 """The backends the library supports, in the order the command line prefers them."""
@@ -90,16 +92,12 @@ def choose_for_command():
 
     Sets `KERAS_BACKEND` to the first installed of `BACKENDS` when nothing
     the user set is usable and Keras' own choice is not installed; a
-    `KERAS_BACKEND` the user set is never replaced. Also sets
-    `TF_CPP_MIN_LOG_LEVEL=3` unless it is set.
+    `KERAS_BACKEND` the user set is never replaced.
 
     Returns:
         `(ok, line)`: whether the command can go on, and the line it prints on
         standard error (None when there is nothing to say).
     """
-    # The command's errors are one line: TensorFlow's C++ start-up logs (CUDA probing,
-    # oneDNN notes) stay off standard error unless the user asks for them.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     message = missing_backend_message()
     if not message:
         return True, None
@@ -110,6 +108,46 @@ def choose_for_command():
     os.environ["KERAS_BACKEND"] = found[0]
     return True, (f"keras-transformer: KERAS_BACKEND is not set and the backend Keras would "
                   f"load ({name}, {source}) is not installed; using {found[0]}")
+
+
+_held = None  # (the saved standard error descriptor, the file holding what was written)
+
+
+def hold_start_up_output():
+    """For the command line: what is written to standard error goes to a temporary file until
+    `release_start_up_output`, so that an error is one line.
+
+    TensorFlow 2.2x logs its start-up (CUDA probing, oneDNN notes) from C++ before its
+    logging reads `TF_CPP_MIN_LOG_LEVEL`, so only the file descriptor can keep it off the
+    terminal. If the process ends while output is held (an import failed), the held text is
+    written out then.
+    """
+    global _held
+    if _held is not None:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    holder = tempfile.TemporaryFile()
+    os.dup2(holder.fileno(), 2)
+    _held = (saved, holder)
+    atexit.register(release_start_up_output, replay=True)
+
+
+def release_start_up_output(replay=False):
+    """Gives standard error back; with `replay`, writes out what was held."""
+    global _held
+    if _held is None:
+        return
+    saved, holder = _held
+    _held = None
+    sys.stderr.flush()
+    os.dup2(saved, 2)
+    os.close(saved)
+    if replay:
+        holder.seek(0)
+        sys.stderr.write(holder.read().decode("utf-8", "replace"))
+        sys.stderr.flush()
+    holder.close()
 
 
 def run_as_module():
@@ -124,7 +162,8 @@ def check_on_import():
 
     Run as `python -m keras_transformer`, it chooses for the command
     (`choose_for_command`: the line goes to standard error, and an unusable
-    setting exits with status 1); imported, it raises `require_installed`'s
+    setting exits with status 1) and holds the backends' start-up output
+    (`hold_start_up_output`); imported, it raises `require_installed`'s
     ImportError.
     """
     if not run_as_module():
@@ -135,3 +174,4 @@ def check_on_import():
         sys.stderr.write(line + "\n")
     if not ok:
         raise SystemExit(1)
+    hold_start_up_output()  # released by keras_transformer/__main__.py once the imports are done
