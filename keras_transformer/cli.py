@@ -217,7 +217,7 @@ def _check_paths(source, output, model):
     if _same_file(model, output):
         raise CommandError(f"the output {output} is the model {model}; pass -o another file "
                            "(the model is never overwritten)")
-    if os.path.isdir(output):
+    if os.path.isdir(output) or output.endswith(os.sep):
         raise CommandError(f"the output {output} is a folder; pass -o the path of a .po file")
     if os.path.exists(output) and not stat.S_ISREG(os.stat(output).st_mode):
         raise CommandError(f"the output {output} is not a regular file (a device, a pipe or a "
@@ -230,19 +230,24 @@ def _check_paths(source, output, model):
 
 def _read_catalog(path):
     try:
-        return read_po(path)
+        catalog = read_po(path)
     except PoSyntaxError as error:  # already "file:line: what"
         raise CommandError(_one_line(error)) from None
     except OSError as error:
         raise CommandError(f"cannot read the catalog {path}: "
                            f"{error.strerror or _one_line(error)}") from None
+    if catalog.header is None:  # msgfmt --check refuses a catalog without one
+        raise CommandError(f"{path}:1: the catalog has no header entry (msgid \"\" with its "
+                           "Content-Type); msgfmt --check refuses it; create the catalog with "
+                           "xgettext or msginit")
+    return catalog
 
 
 def _write(catalog, output):
     if output != "-":
         write_catalog(catalog, output)
         return
-    data = catalog.text().encode(catalog.encoding)
+    data = catalog.text().encode(catalog.encoding, "surrogateescape")
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
@@ -263,6 +268,8 @@ def _run_translate_po(args):
         raise CommandError(_option_names(error)) from None
     try:
         _write(catalog, args.output)
+    except BrokenPipeError:
+        raise  # the reader of standard output left: main ends quietly
     except (OSError, ValueError) as error:
         raise CommandError(f"cannot write {args.output}: {_one_line(error)}") from None
     print(f"{args.output}: {report.summary()}", file=sys.stderr)

@@ -455,3 +455,45 @@ def test_error_is_one_line_without_backend_start_up_noise(tmp_path):
     assert result.stderr.splitlines() == [
         f"keras-transformer: error: model file not found: {tmp_path / 'missing.keras'}; "
         "pass --model the path of a Translator saved with translator.save('name.keras')"]
+
+
+def test_a_catalog_without_header_is_refused_as_msgfmt_check_refuses_it(capsys, fake, model, tmp_path):
+    path = tmp_path / "bare.po"
+    path.write_bytes(b'msgid "Open"\nmsgstr ""\n')
+    assert subprocess.run([MSGFMT, "--check", "-o", os.devnull, str(path)], capture_output=True).returncode
+    assert_failed_cleanly(capsys, ["translate-po", path, "--model", model, "-o", tmp_path / "out.po"],
+                          path, tmp_path, contains=f"{path}:1: the catalog has no header entry")
+
+
+@pytest.mark.parametrize("language", ["\udcff", "de\nPlural-Forms: nplurals=9; plural=n;", "d"])
+def test_a_language_that_is_not_a_code_is_refused(capsys, fake, model, catalog, tmp_path, language):
+    assert_failed_cleanly(capsys, ["translate-po", catalog, "--model", model, "-o", tmp_path / "out.po",
+                                   "--language", language], catalog, tmp_path, contains="language must be")
+
+
+def test_a_broken_pipe_on_standard_output_is_quiet(capsys, fake, model, catalog, monkeypatch):
+    class Closed(io.BytesIO):
+        def write(self, data):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    class Stdout(io.StringIO):
+        buffer = Closed()
+
+        def fileno(self):
+            return os.open(os.devnull, os.O_WRONLY)
+
+    monkeypatch.setattr(sys, "stdout", Stdout())
+    assert cli.main(["translate-po", str(catalog), "--model", model, "-o", "-"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_output_in_a_folder_that_does_not_exist_is_refused(capsys, fake, model, catalog, tmp_path):
+    assert_failed_cleanly(capsys, ["translate-po", catalog, "--model", model, "-o", f"{tmp_path}/newdir/"],
+                          catalog, tmp_path, contains="is a folder")
+
+
+def test_an_output_name_near_the_length_limit_is_written(capsys, fake, model, catalog, tmp_path):
+    out = tmp_path / ("x" * 250 + ".po")
+    code, _, err = run(capsys, "translate-po", catalog, "--model", model, "-o", out)
+    assert code == 0, err
+    assert out.is_file() and sorted(os.listdir(tmp_path)) == sorted(["de.po", "translator.keras", out.name])

@@ -50,6 +50,8 @@ from keras_transformer.messages.po_file import PoFile
 _CHARSET = re.compile(r"charset\s*=\s*([^\s;]+)", re.IGNORECASE)
 _TEMPLATE_PLURAL_FORMS = "INTEGER"  # .pot files say "nplurals=INTEGER; plural=EXPRESSION;"
 _MACHINE_NOTE = "machine translation: "
+_NUMBERED = re.compile(r"%\d+\$")
+_LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,8}(?:[_-][A-Za-z0-9]{1,8})*(?:\.[A-Za-z0-9_-]+)?(?:@[A-Za-z0-9]+)?")
 _CHECKED_FORMATS = tuple(flag for flag in FORMAT_FLAGS if flag not in ("any", "none"))
 
 
@@ -112,8 +114,9 @@ def _header_language(catalog):
 
 def _target_language(catalog, translator, language):
     """The language to translate into, checked against the header and the translator."""
-    if language is not None and not (isinstance(language, str) and language.strip()):
-        raise ValueError(f"language must be a language code such as 'de' or None, got {language!r}.")
+    if language is not None and not (isinstance(language, str) and _LANGUAGE_CODE.fullmatch(language)):
+        raise ValueError(f"language must be a language code such as 'de', 'pt_BR' or 'sr@latin', "
+                         f"or None; got {language!r}.")
     header = _header_language(catalog)
     if language and header and primary_subtag(language) != primary_subtag(header):
         raise ValueError(
@@ -136,7 +139,9 @@ def _is_plural(entry):
 
 def format_flag(entry):
     """The format language of an entry's text: its first flag of `c-format`, `python-format`,
-    `python-brace-format` or `sh-format`, else `"none"` (msgfmt checks no placeholders then).
+    `python-brace-format` or `sh-format`; `"any"` for another format msgfmt checks
+    (`perl-format`, `qt-format`, ...: every kind of placeholder known here is kept); else
+    `"none"` (msgfmt checks no placeholders then).
 
     Args:
         entry: a `PoEntry`.
@@ -146,7 +151,12 @@ def format_flag(entry):
     >>> format_flag(PoEntry(msgid="%d%%", flags=("fuzzy", "c-format"))), format_flag(PoEntry())
     ('c-format', 'none')
     """
-    return next((flag for flag in entry.flags if flag in _CHECKED_FORMATS), "none")
+    for flag in entry.flags:
+        if flag in _CHECKED_FORMATS:
+            return flag
+        if flag.endswith("-format") and not flag.startswith("no-"):
+            return "any"
+    return "none"
 
 
 def _header_rule(catalog):
@@ -162,8 +172,8 @@ def _header_rule(catalog):
 
 
 def _plural_rule(catalog, language, needed):
-    """(the plural rule, the Plural-Forms to write into the header or None); (None, None) when
-    no plural entry is to be filled (msgfmt, too, reads the rule only for plural entries)."""
+    """(the plural rule, the Plural-Forms to write into the header or None); (None, None) for a
+    catalog without plural entries (msgfmt, too, reads the rule only for them)."""
     if not needed:
         return None, None
     rule = _header_rule(catalog)
@@ -212,6 +222,8 @@ def _fewer(msgid, msgid_plural, flag):
             p for p in found if not is_ordered(p))
 
     (ordered, named), (plural_ordered, plural_named) = split(msgid), split(msgid_plural)
+    if any(_NUMBERED.match(p) for p in named):  # %2$s alone would skip argument 1: keep all
+        return named == plural_named and ordered == plural_ordered
     return ordered == plural_ordered[:len(ordered)] and not named - plural_named
 
 
@@ -308,12 +320,13 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
         A `CatalogReport`.
 
     Raises:
-        ValueError: `language` disagrees with the header's Language or with
-            `translator.target_language` (compared by primary subtag: `de_DE`
-            matches `de`); the catalog has plural entries to fill, no
-            Plural-Forms and a language missing from `PLURAL_FORMS`; the
-            header's Plural-Forms cannot be evaluated or gives a form out of
-            range; `beam_size` is not a whole number >= 1; the translator
+        ValueError: `language` is not a language code, or disagrees with the
+            header's Language or with `translator.target_language` (compared
+            by primary subtag: `de_DE` matches `de`); the catalog has plural
+            entries, no Plural-Forms and a language missing from
+            `PLURAL_FORMS`; the header's Plural-Forms cannot be evaluated or
+            gives a form out of range; a translated plural entry has another
+            number of forms than it says; `beam_size` is not a whole number >= 1; the translator
             returned the wrong number of results.
         TypeError: `catalog` is not a `PoFile`.
 
@@ -357,7 +370,15 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     live = [entry for entry in catalog.entries if not entry.obsolete and not entry.is_header]
     kept = sum(entry.translated for entry in live)
     todo = [entry for entry in live if not entry.translated]
-    rule, new_plural_forms = _plural_rule(catalog, target, any(map(_is_plural, todo)))
+    plural = [entry for entry in live if _is_plural(entry)]
+    rule, new_plural_forms = _plural_rule(catalog, target, bool(plural))
+    wrong = next((entry for entry in plural if entry.translated
+                  and len(entry.msgstr) != rule.nplurals), None)
+    if wrong is not None:
+        raise ValueError(
+            f"{catalog.name}:{wrong.line}: {len(wrong.msgstr)} plural forms, but the header's "
+            f"Plural-Forms says nplurals={rule.nplurals} (msgfmt --check refuses that); fix the "
+            "entry or the header")
     flags = {id(entry): format_flag(entry) for entry in todo}
     sources = {id(entry): _sources(entry, rule, flags[id(entry)]) for entry in todo}
     keys = list(dict.fromkeys((text, flags[id(entry)]) for entry in todo
@@ -367,21 +388,21 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     translations = {id(entry): [found[text, flags[id(entry)]] for text in sources[id(entry)]]
                     for entry in todo}
     filled = [entry for entry in todo if all(t.text for t in translations[id(entry)])]
-    fields = catalog.metadata
-    if filled and new_plural_forms:
-        fields["Plural-Forms"] = new_plural_forms
-    if filled and target and not _header_language(catalog):
-        fields["Language"] = target
     notes = {id(entry): _notes(translations[id(entry)]) for entry in filled}
     comments = {key: _MACHINE_NOTE + "; ".join(value) for key, value in notes.items() if value}
     texts = [t.text for entry in filled for t in translations[id(entry)]] + list(comments.values())
     charset_changed = bool(filled) and not (
         _declared_charset(catalog) is not None and _encodes(texts, catalog.encoding))
+    changes = {}
+    if filled and new_plural_forms:
+        changes["Plural-Forms"] = new_plural_forms
+    if filled and target and not _header_language(catalog):
+        changes["Language"] = target
     if charset_changed:
-        fields["Content-Type"] = _utf8_content_type(fields)
+        changes["Content-Type"] = _utf8_content_type(catalog.metadata)
         catalog.encoding = "utf-8"
-    if fields != catalog.metadata:
-        catalog.set_metadata(fields)
+    if changes:
+        catalog.set_header_fields(changes)
     for entry in filled:
         catalog.fill(entry, [t.text for t in translations[id(entry)]], comments.get(id(entry)))
     return CatalogReport(
@@ -396,7 +417,8 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
 
 def _new_file_name(target):
     folder, name = os.path.split(target)
-    return os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+    # At most 100 characters of the name: a name near the 255-byte limit still has room.
+    return os.path.join(folder, f".{name[:100]}.{secrets.token_hex(4)}.tmp")
 
 
 class _Terminated(BaseException):
@@ -459,7 +481,8 @@ def write_catalog(catalog, path):
     ['Öffnen']
     """
     try:
-        data = catalog.text().encode(catalog.encoding)
+        # surrogateescape: the bytes of comments the charset could not decode, as they were
+        data = catalog.text().encode(catalog.encoding, "surrogateescape")
     except UnicodeEncodeError as error:
         raise ValueError(
             f"the catalog has text that {catalog.encoding} cannot hold ({error}); "

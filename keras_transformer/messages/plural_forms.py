@@ -308,8 +308,10 @@ class PluralRule:
     def serves_only_one(self, form):
         """Whether exactly one count from 0 to 1000 takes this form (English's form 0 takes 1).
 
-        Such a form may leave out the count's directive (`"One file"` for `"%d files"`);
-        `msgfmt --check-format` allows it there only.
+        Such a form may leave out the count's directive (`"One file"` for `"%d files"`):
+        `msgfmt --check-format` allows that in a form few counts take (it relaxes its check
+        for forms taken by fewer than 5 of the counts 0 to 1000); `translate_catalog`
+        takes msgid for a form only when one count takes it.
 
         Args:
             form: a form index, from 0 to nplurals - 1.

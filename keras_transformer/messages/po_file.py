@@ -53,15 +53,14 @@ _TOKEN = re.compile(
     r'[ \t\f\v\r]*(?:'
     r'msgstr[ \t]*\[[ \t]*(?P<index>\d+)[ \t]*\]'
     r'|(?P<keyword>msgctxt|msgid_plural|msgid|msgstr|domain)(?![\w\[])'
-    r'|"(?P<string>(?:[^"\\]|\\.)*)"'
+    r'|"(?P<string>[^"\\]*(?:\\.[^"\\]*)*)"'
     r'|(?P<open>")'
     r'|(?P<end>$)'
-    r'|(?P<other>\S+))'
+    r'|(?P<other>\S+|.))'
 )
 _SIMPLE_LINE = re.compile(
     r'(?:(msgctxt|msgid_plural|msgid|msgstr)|msgstr\[(0|[1-9]\d*)\])?(?(1) |(?(2) |))'
-    r'"((?:[^"\\]|\\.)*)"\Z')
-_CHARSET = re.compile(r"charset\s*=\s*([^\s;\\\"]+)", re.IGNORECASE)
+    r'"([^"\\]*(?:\\.[^"\\]*)*)"\Z')
 _FUZZY = "fuzzy"
 _MO_MAGIC = (b"\xde\x12\x04\x95", b"\x95\x04\x12\xde")
 
@@ -107,6 +106,8 @@ class PoEntry:
     _flag_line: int = dataclasses.field(default=None, init=False, repr=False)  # first `#,` line
     # The line after its last translator comment, or _start.
     _comment_end: int = dataclasses.field(default=0, init=False, repr=False)
+    # Where its first keyword starts when another entry's tokens precede it on that line.
+    _shared_column: int = dataclasses.field(default=None, init=False, repr=False)
 
     @property
     def translated(self):
@@ -118,13 +119,14 @@ class PoEntry:
         return self.msgid == "" and self.msgctxt is None and not self.obsolete
 
 
-def _decode_string(body, where):
+def _decode_string(body, charset, where):
     r"""The value of a string's body (between the quotes), its escapes decoded as GNU gettext does.
 
     An octal (`\033`, at most 3 digits) or hexadecimal (`\x1b`, every hex digit
-    that follows) escape stands for one byte: they are collected and decoded as
-    UTF-8, and a byte that is not part of a character stays as a surrogate
-    escape (written back as the same escape).
+    that follows) escape stands for one byte: they are collected and decoded in
+    the file's charset, and a byte that is not part of a character stays as a
+    surrogate escape (written back as the same escape). `where` is
+    `(file, line, column of the string's body)`.
     """
     if "\\" not in body:
         return body
@@ -133,7 +135,7 @@ def _decode_string(body, where):
     for match in _ESCAPE.finditer(body):
         if match.start() > position:
             if pending:
-                out.append(pending.decode("utf-8", "surrogateescape"))
+                out.append(pending.decode(charset, "surrogateescape"))
                 pending.clear()
             out.append(body[position:match.start()])
         octal, hexadecimal, char = match.groups()
@@ -141,14 +143,16 @@ def _decode_string(body, where):
             pending.append(int(octal, 8) & 0xFF if octal else int(hexadecimal, 16) & 0xFF)
         else:
             if pending:
-                out.append(pending.decode("utf-8", "surrogateescape"))
+                out.append(pending.decode(charset, "surrogateescape"))
                 pending.clear()
             if char not in _ESCAPES:
-                raise PoSyntaxError(f"{where}: invalid control sequence \\{char or ''}")
+                name, line, column = where
+                raise PoSyntaxError(f"{name}:{line}:{column + match.start() + 2}: invalid control "
+                                    f"sequence \\{char or ''}")
             out.append(_ESCAPES[char])
         position = match.end()
     if pending:
-        out.append(pending.decode("utf-8", "surrogateescape"))
+        out.append(pending.decode(charset, "surrogateescape"))
     out.append(body[position:])
     return "".join(out)
 
@@ -168,20 +172,18 @@ def _string_lines(keyword, value, prefix, wrap):
     """The lines of `keyword "value"` as msgcat writes them: one line if it fits and has no
     inner newline, else `keyword ""` and one string per line, broken after each `\\n` and,
     unless `wrap` is False, after spaces so that each line fits in 79 columns."""
-    quoted = _quote(value)
-    pieces = re.findall(r".*?\\n|.+", quoted) or [""]
+    pieces = [_quote(piece) for piece in re.findall(r".*?\n|.+", value, re.DOTALL)] or [""]
+    quoted = "".join(pieces)
     if len(pieces) == 1 and (not wrap or len(prefix) + len(keyword) + len(quoted) + 3 <= _WIDTH):
         return [f'{prefix}{keyword} "{quoted}"']
     lines = [f'{prefix}{keyword} ""']
     room = _WIDTH - len(prefix) - 2
     for piece in pieces:
         while wrap and len(piece) > room:
-            cut = piece.rfind(" ", 0, room) + 1
-            if cut <= 0:
+            cut = piece.rfind(" ", 1, room) + 1  # after a space; a leading one stays put
+            if cut <= 1:
                 cut = piece.find(" ", room) + 1
-            if cut <= 0 or cut >= len(piece):
-                break
-            if piece[cut - 2:cut] == "\\ ":  # never split an escape from its character
+            if cut <= 1 or cut >= len(piece):
                 break
             lines.append(f'{prefix}"{piece[:cut]}"')
             piece = piece[cut:]
@@ -202,6 +204,7 @@ class _Pending:
     fields: dict = dataclasses.field(default_factory=dict)  # keyword -> (first line, parts)
     plural: list = dataclasses.field(default_factory=list)  # [(line, parts)]
     last: str = None  # the keyword the strings being read belong to
+    keywords_column: int = 0
     msgstr_start: tuple = None  # (line, column)
     end: tuple = None  # (line, column) after its last token
 
@@ -209,8 +212,10 @@ class _Pending:
 class _Reader:
     """Reads the lines of a decoded catalog into `PoEntry`s."""
 
-    def __init__(self, lines, name):
-        self.lines, self.name = lines, name
+    def __init__(self, lines, name, charset):
+        self.lines, self.name, self.charset = lines, name, charset
+        self.undecodable = None  # a pattern of the bytes the charset could not decode, if any
+        self.previous_obsolete = None  # whether a pending `#|` comment was `#~|`
         self.entries = []
         self.pending = None
         self.comment_start = None
@@ -228,19 +233,28 @@ class _Reader:
             if stripped.startswith("#~"):
                 rest = stripped[2:]
                 if rest.startswith("|"):
-                    self.comment(number, "|")
+                    self.comment(number, "|", obsolete=True)
                     continue
                 self.tokens(number, rest, obsolete=True, offset=len(line) - len(rest))
             elif stripped.startswith("#"):
                 self.comment(number, stripped[1:2])
             else:
                 self.tokens(number, line, obsolete=False, offset=0)
+            comment = stripped.startswith("#") and not (
+                stripped.startswith("#~") and not stripped.startswith("#~|"))
+            if self.undecodable is not None and not comment:  # msgfmt reads comments as bytes
+                bad = self.undecodable.search(line)
+                if bad:
+                    self.error(number, f"invalid multibyte sequence (the file is not "
+                               f"{self.charset}, the charset its header declares)", bad.start())
         self.finish(len(self.lines))
         return self.entries
 
-    def comment(self, number, kind):
+    def comment(self, number, kind, obsolete=False):
         if self.pending is not None and self.pending.last is not None:
             self.finish(number)
+        if kind == "|":
+            self.previous_obsolete = obsolete
         if self.comment_start is None:
             self.comment_start = number
             self.comment_end = number
@@ -275,6 +289,9 @@ class _Reader:
             if kind == "other":
                 word = match.group("other")
                 if word.startswith("#"):  # a comment after the tokens of a line
+                    if self.pending is not None and self.pending.last in (
+                            "msgctxt", "msgid", "msgid_plural"):
+                        self.error(self.pending.keywords, "missing 'msgstr' section")
                     return
                 self.error(number, f"syntax error: unexpected {word[:20]!r}", column)
             end = offset + match.end()
@@ -288,6 +305,8 @@ class _Reader:
 
     def keyword(self, number, keyword, column, end, obsolete, index=None):
         pending = self.pending
+        if pending is not None and pending.last is not None and not self._strings(pending):
+            self.error(number, "syntax error: a keyword without its string before it", column)
         if keyword == "domain":
             self.error(number, "'domain' directives are not supported; split the catalog "
                        "into one file per domain", column)
@@ -299,11 +318,14 @@ class _Reader:
                                                  and pending.last.startswith("msgstr")):
             if pending is not None:
                 self.finish(number)
+            if self.previous_obsolete is not None and self.previous_obsolete != obsolete:
+                self.error(number, "inconsistent use of #~")
+            self.previous_obsolete = None
             start = self.comment_start if self.comment_start is not None else number
             end = self.comment_end if self.comment_start is not None else number
             pending = self.pending = _Pending(start, end, self.flags, self.flag_line)
             self.comment_start, self.flags, self.flag_line = None, [], None
-            pending.keywords = number
+            pending.keywords, pending.keywords_column = number, column
             pending.obsolete = obsolete
         if pending is None:
             self.error(number, f"syntax error: {keyword.replace('[]', '[N]')} before msgid", column)
@@ -331,15 +353,23 @@ class _Reader:
             self.error(number, "syntax error: a string outside an entry", column)
         if pending.obsolete != obsolete:
             self.error(number, "inconsistent use of #~")
-        value = _decode_string(body, f"{self.name}:{number + 1}:{column + 1}")
+        value = _decode_string(body, self.charset, (self.name, number + 1, column + 1))
         parts = pending.plural[-1][1] if pending.last == "msgstr[]" else pending.fields[pending.last][1]
         parts.append(value)
         pending.end = (number, end)
+
+    @staticmethod
+    def _strings(pending):
+        """The strings read for the last keyword so far."""
+        return pending.plural[-1][1] if pending.last == "msgstr[]" else pending.fields[pending.last][1]
 
     def finish(self, number):
         pending, self.pending = self.pending, None
         if pending is None:
             return
+        if pending.last is not None and not self._strings(pending):
+            self.error(pending.end[0], f"syntax error: {pending.last.replace('[]', '[N]')} "
+                       "without a string")
         if not pending.last.startswith("msgstr"):
             missing = "msgstr" if pending.last != "msgctxt" else "msgid"
             self.error(pending.keywords, f"missing '{missing}' section")
@@ -359,6 +389,9 @@ class _Reader:
         entry._start, entry._keywords = pending.start, pending.keywords
         entry._msgstr = (pending.msgstr_start, pending.end)
         entry._flag_line, entry._comment_end = pending.flag_line, pending.comment_end
+        before = self.lines[pending.keywords][:pending.keywords_column]
+        if before.strip() and not before.lstrip().startswith("#~"):
+            entry._shared_column = pending.keywords_column
         key = (entry.msgctxt, entry.msgid)
         if key in self.seen:
             self.error(entry.line - 1, f"duplicate message definition (first defined on line "
@@ -382,34 +415,67 @@ def _split_lines(text):
     return lines, ("\r\n" if crlf else "\n"), final_newline
 
 
-def _header_charset(text):
-    """The charset a catalog declares (in its first 64 KiB); bytes are read as Latin-1, which
-    any charset gettext allows agrees with on the header's ASCII."""
-    if isinstance(text, bytes):
-        text = text[:65536].decode("latin-1")
-    match = _CHARSET.search(text[:65536])
-    if not match or match.group(1).upper() == "CHARSET":
-        return "utf-8"
+_HEADER_START = re.compile(r'^[ \t]*msgid[ \t]+""[ \t]*\r?$', re.MULTILINE)
+_CONTENT_TYPE = re.compile(r'^[ \t]*(?:msgstr[ \t]+)?"Content-Type:[^"\n]*?charset\s*=\s*([^\s;\\"]+)',
+                           re.MULTILINE | re.IGNORECASE)
+_UNDECODED = re.compile("[\udc80-\udcff]")
+_ASCII_PROBE = b'msgid "A\\n" #:,.|~[0]\t\r\n'
+
+
+def _declared_charset(text):
+    """(the charset name the header's Content-Type declares or None, its 1-based line).
+
+    Only the header entry (the first `msgid ""`, up to its blank line) is searched, so a
+    comment or a message that mentions `charset=` does not count.
+    """
+    start = _HEADER_START.search(text)
+    if not start:
+        return None, None
+    end = text.find("\n\n", start.end())
+    end = len(text) if end < 0 else end
+    found = _CONTENT_TYPE.search(text, start.end(), end)
+    if not found or found.group(1).upper() == "CHARSET":
+        return None, None
+    return found.group(1), text.count("\n", 0, found.start()) + 1
+
+
+def _codec(declared, line, name):
+    """The Python codec of a declared charset; None when Python does not know it."""
     try:
-        return codecs.lookup(match.group(1)).name
+        info = codecs.lookup(declared)
+        usable = (getattr(info, "_is_text_encoding", True)
+                  and _ASCII_PROBE.decode(info.name) == _ASCII_PROBE.decode("ascii"))
     except LookupError:
         return None
+    except (UnicodeError, ValueError):
+        usable = False
+    if not usable:
+        raise PoSyntaxError(f"{name}:{line}: charset={declared} is not a text encoding gettext "
+                            "files can use (they must be ASCII-based); convert the file with "
+                            "msgconv -t UTF-8")
+    return info.name
+
+
+def _refuse_byte_order_mark(name):
+    raise PoSyntaxError(f"{name}:1:1: syntax error: a byte-order mark (remove it; "
+                        "gettext tools refuse it)")
 
 
 def _decode(data, name):
+    """(text, codec, whether some bytes could not be decoded: kept as surrogate escapes)."""
     if data.startswith(codecs.BOM_UTF8):
-        raise PoSyntaxError(f"{name}:1:1: syntax error: a byte-order mark (remove it; "
-                            "gettext tools refuse it)")
-    charset = _header_charset(data)
-    if charset is None:
-        raise PoSyntaxError(f"{name}: the header declares a charset Python does not know")
+        _refuse_byte_order_mark(name)
+    declared, line = _declared_charset(data[:1 << 20].decode("latin-1"))
+    charset = "utf-8" if declared is None else _codec(declared, line, name)
+    if charset is None:  # msgfmt reads an ASCII file whatever its header calls the charset
+        if not data.isascii():
+            raise PoSyntaxError(f"{name}:{line}: charset={declared} is one Python cannot decode, "
+                                "and the file is not ASCII; convert it with msgconv -t UTF-8")
+        charset = "ascii"
     try:
-        return data.decode(charset), charset
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise PoSyntaxError(f"{name}:{line}:{column}: invalid multibyte sequence "
-                            f"(the file is not {charset}, the charset its header declares)") from None
+        return data.decode(charset), charset, False
+    except UnicodeDecodeError:
+        return data.decode(charset, "surrogateescape"), charset, True
 
 
 def parse_po(source, name="<string>"):
@@ -434,18 +500,23 @@ def parse_po(source, name="<string>"):
     ...
     keras_transformer.messages.po_file.PoSyntaxError: de.po:1:7: end-of-line within string
     """
+    undecodable = False
     if isinstance(source, (bytes, bytearray)):
-        text, charset = _decode(bytes(source), name)
+        text, charset, undecodable = _decode(bytes(source), name)
     elif isinstance(source, str):
-        text, charset = source, _header_charset(source) or "utf-8"
+        declared, line = _declared_charset(source)
+        charset = (declared and _codec(declared, line, name)) or "utf-8"
+        text = source
         if text.startswith("\ufeff"):
-            raise PoSyntaxError(f"{name}:1:1: syntax error: a byte-order mark (remove it; "
-                                "gettext tools refuse it)")
+            _refuse_byte_order_mark(name)
     else:
         raise TypeError(f"source must be the catalog's str or bytes, got {type(source).__name__}.")
     lines, newline, final_newline = _split_lines(text)
-    entries = _Reader(lines, name).read()
-    return PoFile(lines, entries, newline, final_newline, charset)
+    reader = _Reader(lines, name, charset)
+    if undecodable:
+        reader.undecodable = _UNDECODED
+    entries = reader.read()
+    return PoFile(lines, entries, newline, final_newline, charset, name)
 
 
 def read_po(path):
@@ -472,7 +543,7 @@ def read_po(path):
     with open(name, "rb") as file:
         data = file.read()
     if data[:4] in _MO_MAGIC:
-        raise PoSyntaxError(f"{name}: a compiled .mo catalog, not a .po file; decompile it "
+        raise PoSyntaxError(f"{name}:1: a compiled .mo catalog, not a .po file; decompile it "
                             f"first: msgunfmt {name} -o {os.path.splitext(name)[0]}.po")
     return parse_po(data, name)
 
@@ -490,6 +561,7 @@ class PoFile:
         final_newline: whether the text ends with a line end.
         encoding: the Python codec of the charset the file is written in
             (an attribute; `translate_catalog` may switch it to UTF-8).
+        name: the file's name in messages (an attribute).
 
     Example:
     >>> po = parse_po('msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "Quit"\nmsgstr ""\n')
@@ -497,15 +569,16 @@ class PoFile:
     ({'Language': 'de'}, 2, ['Language: de\n'])
     """
 
-    def __init__(self, lines, entries, newline, final_newline, encoding):
+    def __init__(self, lines, entries, newline, final_newline, encoding, name="<string>"):
         self._lines = list(lines)
         self.entries = entries
         self._newline, self._final_newline = newline, final_newline
         self.encoding = encoding
+        self.name = name
         # (start, end, rank, lines): the text from (line, column) start to end becomes the
         # lines, joined by the file's line end; rank orders edits that start together.
         self._edits = []
-        self._header_fields = None
+        self._header_edit, self._header_created = None, False
 
     @property
     def header(self):
@@ -514,34 +587,57 @@ class PoFile:
 
     @property
     def metadata(self):
-        """The header's fields, `{"Language": "de", ...}`, in order (a copy)."""
-        if self._header_fields is not None:
-            return dict(self._header_fields)
+        """The header's fields, `{"Language": "de", ...}`, in order (a copy; the first of two
+        fields of one name counts, as for gettext)."""
         header = self.header
         fields = {}
         for line in (header.msgstr[0] if header else "").split("\n"):
             name, colon, value = line.partition(":")
             if colon and name.strip():
-                fields[name.strip()] = value.strip()
+                fields.setdefault(name.strip(), value.strip())
         return fields
 
-    def set_metadata(self, fields):
-        """Replaces the header's fields; the header is created at the top when there is none.
+    def set_header_fields(self, changes):
+        """Sets header fields: each replaces the value of the first line of its name, or is
+        added at the end; every other line of the header stays as it was. The header is
+        created at the top when there is none.
 
         Args:
-            fields: `{name: value}` in the order to write them.
+            changes: `{name: value}`.
+
+        Raises:
+            ValueError: a name or value holds a line break, or a name a colon.
         """
-        self._header_fields = dict(fields)
-        value = "".join(f"{name}: {text}\n" for name, text in fields.items())
-        lines = ['msgstr ""'] + [f'"{_quote(line)}"' for line in re.findall(r".*?\n|.+", value)]
+        for name, text in changes.items():
+            if not name or ":" in name or any(c in f"{name}{text}" for c in "\n\r"):
+                raise ValueError(f"a header field must be one line, Name: value; got "
+                                 f"{name!r}: {text!r}")
         header = self.header
-        if header is None:
-            header = PoEntry(msgid="", msgstr=[value])
-            self.entries.insert(0, header)
-            self._edits.append(((0, 0), (0, 0), 0, ['msgid ""', *lines, "", ""]))
-            return
-        header.msgstr = [value]
-        self._edits.append((*header._msgstr, 3, lines))
+        old = header.msgstr[0] if header else ""
+        lines = old.split("\n")
+        for name, text in changes.items():
+            for index, line in enumerate(lines):
+                if line.partition(":")[0].strip() == name and ":" in line:
+                    lines[index] = f"{name}: {text}"
+                    break
+            else:
+                if lines and lines[-1]:  # the last field had no line end
+                    lines.append("")
+                lines.insert(len(lines) - 1 if lines else 0, f"{name}: {text}")
+        value = "\n".join(lines)
+        rendered = ['msgstr ""'] + [f'"{_quote(piece)}"' for piece in re.findall(r".*?\n|.+", value)]
+        if self._header_edit is not None:  # an earlier change: this one replaces it
+            self._edits.remove(self._header_edit)
+        if header is None or self._header_created:
+            if header is None:
+                self.entries.insert(0, PoEntry(msgid="", msgstr=[value]))
+                self._header_created = True
+            self.header.msgstr = [value]
+            self._header_edit = ((0, 0), (0, 0), 0, ['msgid ""', *rendered, "", ""])
+        else:
+            header.msgstr = [value]
+            self._header_edit = (*header._msgstr, 3, rendered)
+        self._edits.append(self._header_edit)
 
     def fill(self, entry, forms, comment=None):
         """Gives an untranslated entry its translations, flags it fuzzy, and adds a comment.
@@ -568,17 +664,25 @@ class PoFile:
             lines = [line for index, form in enumerate(forms)
                      for line in _string_lines(f"msgstr[{index}]", form, "", wrap)]
         self._edits.append((*entry._msgstr, 3, lines))
+        new_flag_line = _FUZZY not in entry.flags and entry._flag_line is None
         if _FUZZY not in entry.flags:
             entry.flags = (_FUZZY, *entry.flags)
             if entry._flag_line is not None:
-                old = self._lines[entry._flag_line]
-                rest = old.lstrip()[2:].strip()
                 line = entry._flag_line
-                self._edits.append(((line, 0), (line, len(old)), 3, [f"#, {_FUZZY}, {rest}"]))
+                old = self._lines[line]
+                rest = old.lstrip()[2:].strip()
+                flags = f"#, {_FUZZY}, {rest}" if rest else f"#, {_FUZZY}"
+                self._edits.append(((line, 0), (line, len(old)), 3, [flags]))
+        if entry._shared_column is not None:  # after another entry on its line: start a new one
+            added = ([f"# {comment}"] if comment is not None else []) + (
+                [f"#, {_FUZZY}"] if new_flag_line else [])
+            at = (entry._keywords, entry._shared_column)
+            self._edits.append((at, at, 1, ["", *added, ""]))
+            return
         if comment is not None:
             at = (entry._comment_end, 0)
             self._edits.append((at, at, 1, [f"# {comment}", ""]))
-        if _FUZZY in entry.flags and entry._flag_line is None:
+        if new_flag_line:
             before = min((number for number in range(entry._start, entry._keywords)
                           if self._lines[number].lstrip().startswith(("#|", "#~|"))),
                          default=entry._keywords)

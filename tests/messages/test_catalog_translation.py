@@ -1,5 +1,6 @@
 """Machine translation of gettext catalogs: what is filled, what is kept, msgfmt's verdict."""
 
+import collections
 import difflib
 import os
 import re
@@ -537,8 +538,11 @@ def test_only_the_filled_entries_lines_change(source, tmp_path):
     after = (tmp_path / "out.po").read_bytes().decode("iso-8859-1").splitlines()
     removed = [line[2:] for line in difflib.ndiff(before, after) if line.startswith("- ")]
     added = [line[2:] for line in difflib.ndiff(before, after) if line.startswith("+ ")]
-    assert removed and all(line.startswith(("msgstr", "#, ", '""')) for line in removed), removed
-    assert all(line.startswith(("msgstr", "#, fuzzy", '"', "# machine translation: "))
+    # Exactly the filled entries' empty msgstr lines and the flags lines that gain "fuzzy".
+    # (the multi-line "Hello" entry keeps its first line, msgstr "")
+    assert collections.Counter(removed) == collections.Counter(
+        {'msgstr ""': 6, 'msgstr[0] ""': 1, 'msgstr[1] ""': 1, "#, c-format": 2, "#, python-format": 1})
+    assert all(line.startswith(("msgstr", "#, fuzzy", '"DE:', '"you', "# machine translation: "))
                for line in added), added
     assert len([line for line in added if line.startswith("#, fuzzy")]) == FILLED - 1  # "Quit" is fuzzy already
 
@@ -585,4 +589,32 @@ def test_one_text_with_two_format_flags_is_sent_twice():
 def test_a_plural_rule_msgfmt_refuses_is_refused(value, message):
     catalog = parse_po(catalog_text(language="de", plural_forms_value=value))
     with pytest.raises(ValueError, match=message):
+        translate_catalog(catalog, FakeTranslator())
+
+
+def test_other_format_flags_keep_every_kind_of_placeholder():
+    from keras_transformer.messages.catalog_translation import format_flag
+    from keras_transformer.messages.po_file import PoEntry
+    assert [format_flag(PoEntry(flags=(flag,))) for flag in
+            ("perl-format", "qt-format", "no-c-format", "fuzzy", "c-format")] == [
+        "any", "any", "none", "none", "c-format"]
+
+
+def test_numbered_directives_keep_msgid_plurals_form(tmp_path):
+    """`one file in %2$s` would skip argument 1: msgfmt refuses it as msgstr[0]."""
+    body = ('#, c-format\nmsgid "one file in %2$s"\nmsgid_plural "%1$d files in %2$s"\n'
+            'msgstr[0] ""\nmsgstr[1] ""\n')
+    catalog = parse_po(catalog_text(language="de", plural_forms_value=PLURAL_FORMS["de"], body=body))
+    translate_catalog(catalog, FakeTranslator())
+    assert find(catalog, "one file in %2$s").msgstr == ["DE:%1$d files in %2$s"] * 2
+    write_catalog(catalog, tmp_path / "out.po")
+    msgfmt_check(tmp_path / "out.po")
+
+
+def test_a_translated_plural_entry_with_the_wrong_number_of_forms_is_refused():
+    body = 'msgid "a"\nmsgid_plural "as"\nmsgstr[0] "b"\n\nmsgid "Open"\nmsgstr ""\n'
+    catalog = parse_po(catalog_text(language="de", plural_forms_value=PLURAL_FORMS["de"], body=body),
+                       name="de.po")
+    with pytest.raises(ValueError, match=r"de\.po:7: 1 plural forms, but the header's Plural-Forms "
+                                         r"says nplurals=2"):
         translate_catalog(catalog, FakeTranslator())

@@ -27,13 +27,6 @@ def write(tmp_path, text, name="t.po"):
     return path
 
 
-def fill_all(po):
-    for entry in po.entries:
-        if not entry.obsolete and not entry.is_header and not entry.translated:
-            po.fill(entry, ["X" + entry.msgid] * (len(entry.msgstr)))
-    return po
-
-
 # Catalogs msgfmt --check accepts, each kept byte for byte (what polib loses is named).
 KEPT = {
     "c-escapes": HEADER + 'msgid "Bell\\a esc\\033[1m hex\\x1b[0m \\b\\f\\v\\r\\t\\\\ \\""\nmsgstr "x\\033"\n',
@@ -149,7 +142,7 @@ def test_long_and_multiline_translations_wrap_like_msgcat(tmp_path):
 
 def test_metadata_edit_rewrites_only_the_header():
     po = parse_po(HEADER + 'msgid "A"\nmsgstr "B"\n')
-    po.set_metadata(dict(po.metadata, Language="de"))
+    po.set_header_fields({"Language": "de"})
     assert po.text() == ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
                          '"Language: de\\n"\n\nmsgid "A"\nmsgstr "B"\n')
 
@@ -161,7 +154,7 @@ REFUSED = {
                   "8: duplicate message definition (first defined on line 5)"),
     "duplicate-obsolete": (HEADER + 'msgid "A"\nmsgstr ""\n\n#~ msgid "A"\n#~ msgstr "B"\n',
                            "8: duplicate message definition"),
-    "bad-escape": (HEADER + 'msgid "\\e"\nmsgstr ""\n', "5:7: invalid control sequence \\e"),
+    "bad-escape": (HEADER + 'msgid "\\e"\nmsgstr ""\n', "5:9: invalid control sequence \\e"),
     "mixed-obsolete": (HEADER + 'msgid "A"\n#~ msgstr "B"\n', "6: inconsistent use of #~"),
     "no-msgstr": (HEADER + 'msgid "A"\n\nmsgid "B"\nmsgstr ""\n', "5: missing 'msgstr' section"),
     "garbage": (HEADER + 'msgid "A"\nmsgstr "B"\ngarbage\n', "7:1: syntax error: unexpected 'garbage'"),
@@ -176,6 +169,13 @@ REFUSED = {
     "not-utf8": (HEADER.encode() + b'msgid "\xff"\nmsgstr ""\n', "5:8: invalid multibyte sequence"),
     "domain": (HEADER + 'domain "x"\nmsgid "A"\nmsgstr ""\n', "5:1: 'domain' directives"),
     "comment-inside": (HEADER + 'msgid "A"\n# c\nmsgstr "B"\n', "5: missing 'msgstr' section"),
+    "comment-after-msgid": (HEADER + 'msgid "A" # c\nmsgstr "B"\n', "5: missing 'msgstr' section"),
+    "obsolete-previous-before-live": (HEADER + '#~| msgid "x"\nmsgid "A"\nmsgstr "B"\n',
+                                      "6: inconsistent use of #~"),
+    "ideographic-space": (HEADER + 'msgid "a"\nmsgstr "" \u3000\n', "6:11: syntax error"),  # characters, not bytes
+    "no-break-space": (HEADER + 'msgid "a"\u00a0\nmsgstr ""\n', "5:10: syntax error"),
+    "msgstr-without-string": (HEADER + 'msgid "a"\nmsgstr\n', "6: syntax error: msgstr without a string"),
+    "msgid-without-string": (HEADER + 'msgid\nmsgstr "x"\n', "6:1: syntax error: a keyword without"),
 }
 
 
@@ -220,3 +220,97 @@ def test_fill_refuses_translated_obsolete_and_wrong_counts():
             po.fill(entry, ["x"])
     with pytest.raises(ValueError, match="takes one form"):
         po.fill(po.entries[2], ["x", "y"])
+
+
+def test_a_charset_that_is_not_a_text_encoding_is_refused_in_one_line(tmp_path):
+    for charset in ("rot13", "hex", "base64", "unicode_escape", "undefined"):
+        path = write(tmp_path, HEADER.replace("UTF-8", charset) + 'msgid "A"\nmsgstr ""\n')
+        with pytest.raises(PoSyntaxError, match=rf"t\.po:3: charset={charset} is not a text encoding"):
+            read_po(path)
+
+
+def test_the_charset_comes_from_the_header_alone(tmp_path):
+    text = "# converted from charset=ISO-8859-1 last year\n" + HEADER + 'msgid "Ö"\nmsgstr ""\n'
+    po = read_po(write(tmp_path, text))
+    assert po.encoding == "utf-8" and po.entries[1].msgid == "Ö"
+
+
+def test_escaped_bytes_decode_in_the_files_charset(tmp_path):
+    text = HEADER.replace("UTF-8", "ISO-8859-1") + 'msgid "caf\\351"\nmsgstr "caf\\351 \xe9"\n'
+    po = read_po(write(tmp_path, text.encode("iso-8859-1")))
+    assert po.entries[1].msgid == "café" and po.entries[1].msgstr == ["café é"]
+
+
+def test_bytes_the_charset_cannot_decode_are_read_in_comments_only(tmp_path):
+    """msgfmt reads comments as bytes: it accepts a bad byte there, and so do we, keeping it."""
+    data = HEADER.encode() + b"# bad \xff comment\nmsgid \"A\"\nmsgstr \"\"\n"
+    path = write(tmp_path, data)
+    assert msgfmt_accepts(path)
+    po = read_po(path)
+    po.fill(po.entries[1], ["B"])
+    out = tmp_path / "out.po"
+    from keras_transformer.messages.catalog_translation import write_catalog
+    write_catalog(po, out)
+    assert b"# bad \xff comment\n" in out.read_bytes() and msgfmt_accepts(out)
+
+
+def test_an_ascii_file_in_a_charset_python_lacks_is_read_as_ascii(tmp_path):
+    path = write(tmp_path, HEADER.replace("UTF-8", "VISCII") + 'msgid "A"\nmsgstr ""\n')
+    assert read_po(path).encoding == "ascii"
+    path = write(tmp_path, HEADER.replace("UTF-8", "VISCII").encode() + b'msgid "\xe9"\nmsgstr ""\n')
+    with pytest.raises(PoSyntaxError, match=r"t\.po:3: charset=VISCII is one Python cannot decode"):
+        read_po(path)
+
+
+def test_an_entry_after_another_on_its_line_gets_its_own_fuzzy_flag(tmp_path):
+    po = parse_po(HEADER + 'msgid "a" msgstr "A" msgid "b" msgstr ""\n')
+    po.fill(po.entries[2], ["B"], comment="machine translation: noted")
+    path = write(tmp_path, po.text())
+    assert msgfmt_accepts(path)
+    fuzzy = subprocess.run(["msgattrib", "--only-fuzzy", "--no-wrap", str(path)],
+                           capture_output=True, text=True, check=True).stdout
+    assert 'msgid "b"' in fuzzy and 'msgid "a"' not in fuzzy and "# machine translation: noted" in fuzzy
+
+
+def test_header_fields_change_in_place_and_nothing_else_does():
+    header = ('msgid ""\nmsgstr ""\n"X-Note: first\\n"\n"X-Note: second\\n"\n'
+              '"free text line without colon\\n"\n"X-Poedit-Keywords:   _;gettext  \\n"\n'
+              '"Content-Type: text/plain; charset=UTF-8\\n"\n"X-Last"\n\nmsgid "A"\nmsgstr ""\n')
+    po = parse_po(header)
+    assert po.metadata["X-Note"] == "first"  # the first of two, as gettext reads it
+    po.set_header_fields({"Language": "de", "X-Note": "changed"})
+    value = po.header.msgstr[0]
+    assert value == ("X-Note: changed\nX-Note: second\nfree text line without colon\n"
+                     "X-Poedit-Keywords:   _;gettext  \nContent-Type: text/plain; charset=UTF-8\n"
+                     "X-Last\nLanguage: de\n")
+    assert parse_po(po.text()).header.msgstr == [value]
+    with pytest.raises(ValueError, match="one line"):
+        po.set_header_fields({"Language": "de\nPlural-Forms: nplurals=9; plural=n;"})
+
+
+def test_a_long_line_is_read_without_per_character_state():
+    text = HEADER + 'msgid "' + "word " * 400_000 + '"\nmsgstr ""\n'
+    assert len(parse_po(text).entries[1].msgid) == 2_000_000
+
+
+def test_header_changes_made_twice_give_one_header(tmp_path):
+    for text in (HEADER + 'msgid "A"\nmsgstr ""\n', 'msgid "A"\nmsgstr ""\n'):
+        po = parse_po(text)
+        po.set_header_fields({"Language": "de"})
+        po.set_header_fields({"Content-Type": "text/plain; charset=UTF-8"})
+        again = parse_po(po.text())
+        assert [e.msgid for e in again.entries] == ["", "A"]
+        assert again.metadata == {"Content-Type": "text/plain; charset=UTF-8", "Language": "de"}
+
+
+def test_wrapping_splits_at_real_newlines_only_and_never_strands_a_space(tmp_path):
+    po = parse_po(HEADER + 'msgid "A"\nmsgstr ""\n\nmsgid "B"\nmsgstr ""\n')
+    po.fill(po.entries[1], ["a literal \\n is not a line break " * 4])
+    po.fill(po.entries[2], [" " + "x" * 120])
+    text = po.text()
+    assert 'msgstr ""\n"a literal \\\\n is not a line break a literal \\\\n is not a line break a "\n' in text
+    assert '\n" "\n' not in text and 'msgstr ""\n" xxxx' in text
+    path = write(tmp_path, text)
+    assert msgfmt_accepts(path)
+    assert [e.msgstr for e in read_po(path).entries[1:]] == [["a literal \\n is not a line break " * 4],
+                                                             [" " + "x" * 120]]

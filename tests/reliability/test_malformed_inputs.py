@@ -365,7 +365,7 @@ CASES = [
      lambda: parse_po(_HEADER + 'msgid "A"\nmsgstr ""\n\nmsgid "A"\nmsgstr ""\n', "de.po"),
      PoSyntaxError, r"^de\.po:8: duplicate message definition \(first defined on line 5\)$"),
     ("po-invalid-escape", lambda: parse_po(_HEADER + 'msgid "\\q"\nmsgstr ""\n', "de.po"),
-     PoSyntaxError, r"^de\.po:5:7: invalid control sequence \\q$"),
+     PoSyntaxError, r"^de\.po:5:9: invalid control sequence \\q$"),
     ("po-half-obsolete", lambda: parse_po(_HEADER + 'msgid "A"\n#~ msgstr ""\n', "de.po"),
      PoSyntaxError, r"^de\.po:6: inconsistent use of #~$"),
     ("po-byte-order-mark", lambda: parse_po(b"\xef\xbb\xbf" + _HEADER.encode(), "de.po"),
