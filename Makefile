@@ -12,8 +12,9 @@ export NO_MKDOCS_2_WARNING ?= 1
 
 install: $(STAMP)
 
-# CPU builds of all three backends. torch is pinned so pip takes the CPU wheel
-# rather than a multi-GB CUDA build. --no-compile: Python compiles the modules a run
+# CPU builds of all three backends. torch is pinned to the version whose CPU wheel
+# (2.13.0+cpu) this machine's package index serves; from PyPI itself a CPU build needs
+# PyTorch's index, as the README's install block says. --no-compile: Python compiles the modules a run
 # imports when it imports them, rather than pip compiling every file of three frameworks.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

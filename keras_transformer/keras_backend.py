@@ -152,9 +152,13 @@ def release_start_up_output(replay=False):
 
 def run_as_module():
     """Whether this process is `python -m keras_transformer` (the command, by another name)."""
+    # While `-m` imports the package, Python keeps sys.argv[0] as "-m"; a script that merely
+    # has "-m keras_transformer" among its own arguments does not.
+    if sys.argv[:1] != ["-m"]:
+        return False
     argv = getattr(sys, "orig_argv", [])
-    return any(flag == "-m" and module == "keras_transformer"
-               for flag, module in zip(argv, argv[1:]))
+    return any(flag == "-mkeras_transformer" or flag == "-m" and module == "keras_transformer"
+               for flag, module in zip(argv, argv[1:] + [""]))
 
 
 def check_on_import():

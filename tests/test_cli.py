@@ -497,3 +497,17 @@ def test_an_output_name_near_the_length_limit_is_written(capsys, fake, model, ca
     code, _, err = run(capsys, "translate-po", catalog, "--model", model, "-o", out)
     assert code == 0, err
     assert out.is_file() and sorted(os.listdir(tmp_path)) == sorted(["de.po", "translator.keras", out.name])
+
+
+@pytest.mark.parametrize("argv0,orig_argv,expected", [
+    ("-m", ["python", "-m", "keras_transformer", "translate"], True),
+    ("-m", ["python", "-mkeras_transformer"], True),
+    ("-m", ["python", "-m", "pytest", "tests"], False),  # another module being located
+    ("script.py", ["python", "script.py", "-m", "keras_transformer"], False),  # its own arguments
+])
+def test_run_as_module_is_python_dash_m_keras_transformer_only(monkeypatch, argv0, orig_argv, expected):
+    from keras_transformer import keras_backend
+
+    monkeypatch.setattr(sys, "argv", [argv0] + orig_argv[2:])
+    monkeypatch.setattr(sys, "orig_argv", orig_argv)
+    assert keras_backend.run_as_module() is expected

@@ -57,12 +57,23 @@ def token_ids(texts, tokenizer, batch_size=1024):
         output = tokenizer(chunk)
         if hasattr(output, "to_list"):  # tf.RaggedTensor
             output = output.to_list()
-        output = [np.asarray(row, dtype="int32").reshape(-1) for row in output]
+        output = [_id_row(row) for row in output]
         if len(output) != len(chunk):
             raise ValueError(f"`tokenizer` must give one id sequence per text; it gave "
                              f"{len(output)} for {len(chunk)} texts.")
         rows.extend(output)
     return rows
+
+
+def _id_row(row):
+    """One tokenizer output row as int32 ids, refused when a cast would change an id."""
+    values = np.asarray(row).reshape(-1)
+    if values.size and not np.issubdtype(values.dtype, np.integer):
+        raise ValueError(f"`tokenizer` must give integer token ids; it gave dtype {values.dtype}.")
+    if values.size and (values.min() < 0 or values.max() > np.iinfo(np.int32).max):
+        raise ValueError(f"`tokenizer` gave token ids from {values.min()} to {values.max()}; "
+                         "ids must lie in [0, 2**31 - 1].")
+    return values.astype("int32")
 
 
 def bucket_lengths(max_length, bucket_width):

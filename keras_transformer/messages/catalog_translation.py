@@ -249,7 +249,7 @@ def _notes(translations):
     return list(dict.fromkeys(notes))
 
 
-def _declared_charset(catalog):
+def _header_codec(catalog):
     """The header's charset when Python knows it, else None (missing, `CHARSET`, unknown)."""
     match = _CHARSET.search(catalog.metadata.get("Content-Type", ""))
     if not match:
@@ -392,7 +392,7 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     comments = {key: _MACHINE_NOTE + "; ".join(value) for key, value in notes.items() if value}
     texts = [t.text for entry in filled for t in translations[id(entry)]] + list(comments.values())
     charset_changed = bool(filled) and not (
-        _declared_charset(catalog) is not None and _encodes(texts, catalog.encoding))
+        _header_codec(catalog) is not None and _encodes(texts, catalog.encoding))
     changes = {}
     if filled and new_plural_forms:
         changes["Plural-Forms"] = new_plural_forms

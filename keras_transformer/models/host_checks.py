@@ -66,11 +66,17 @@ def check_arrays(model, x, y=None, names=("x", "y")):
             "with the tokenizer's vocabulary size (`vocab_size=tokenizer.vocabulary_size()`)."
         )
     if isinstance(x, dict) and not {"source", "target"} & set(x) and "token_ids" in x:
+        name = type(model).__name__
+        article = "an" if name[:1] in "AEIOU" else "a"
+        if model.config.num_encoder_layers:
+            wanted, hint = ("a dict {'source': ids, 'target': ids} of token id arrays "
+                            "(batch, length)", "pass the source and target token ids by those keys")
+        else:
+            wanted, hint = "one array of token ids (batch, length)", f"pass {x_name}['token_ids']"
         raise ValueError(
-            f"`{x_name}` must be one array of token ids (batch, length) for a "
-            f"{type(model).__name__}; received a dict with keys {sorted(map(str, x))}. For "
-            f"keras-hub style inputs pass {x_name}['token_ids'], with padding written as the "
-            "model's `pad_id` (masked as a key, and the recipe loss skips its labels)."
+            f"`{x_name}` must be {wanted} for {article} {name}; received a dict with keys "
+            f"{sorted(map(str, x))}. For keras-hub style inputs {hint}, with padding written "
+            "as the model's `pad_id` (masked as a key, and the recipe loss skips its labels)."
         )
     inputs = dict(_arrays(x, x_name))
     for name, ids in inputs.items():

@@ -74,6 +74,8 @@ class TextGenerator(TextTask):
         if stop_ids is None:
             stop_ids = () if self.end_id is None else (self.end_id,)
         stop_ids = check_stop_ids(stop_ids, self.model.config.vocab_size)
+        if not prompts:  # as Translator.translate([]): nothing asked, nothing to generate
+            return []
         rows = [self._prompt_ids(ids) for ids in self.tokenize(prompts)]
         lengths = [len(row) for row in rows]
         batch = np.zeros((len(rows), max(lengths)), dtype="int32")

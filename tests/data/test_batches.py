@@ -254,3 +254,14 @@ def test_fit_on_the_py_dataset_equals_fit_on_the_tf_data_pipeline(case):
     assert len(on_py_dataset) == len(on_tf_data)
     for ours, theirs in zip(on_py_dataset, on_tf_data):
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("ids,message", [
+    ([2**32 + 5], r"token ids from 4294967301 to 4294967301; ids must lie in \[0, 2\*\*31 - 1\]"),
+    ([-1, 3], r"token ids from -1 to 3"),
+    ([4.7], r"must give integer token ids; it gave dtype float64"),
+])
+def test_a_tokenizer_giving_ids_a_cast_would_change_is_refused(ids, message):
+    """int32 would wrap 2**32 + 5 to 5 and truncate 4.7 to 4: the id range would be wrong."""
+    with pytest.raises(ValueError, match=message):
+        kt.data.token_ids(["a"], lambda texts: [np.array(ids)] * len(texts))

@@ -272,6 +272,10 @@ CASES = [
      r"`x` must be one array of token ids \(batch, length\) for a DecoderOnly; received a "
      r"dict with keys \['padding_mask', 'token_ids'\]. For keras-hub style inputs pass "
      r"x\['token_ids'\]"),
+    ("fit-keras-hub-dict-to-encoder-decoder",
+     lambda: _compiled(transformer()).fit({"token_ids": ids((2, 4), 5)}, ids((2, 4), 5), verbose=0),
+     ValueError, r"`x` must be a dict \{'source': ids, 'target': ids\} of token id arrays "
+     r"\(batch, length\) for an EncoderDecoder; received a dict with keys \['token_ids'\]"),
     ("generate-start-id-is-padding",
      lambda: transformer().generate(prompt(5), start_id=0), ValueError,
      r"`start_id` must differ from `pad_id` .*; received both 0"),

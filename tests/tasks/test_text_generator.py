@@ -109,3 +109,7 @@ def test_a_translator_model_is_refused(message_tokenizer):
                               d_model=16, num_heads=2, d_ff=32)
     with pytest.raises(ValueError, match="`model` must be a keras_transformer DecoderOnly"):
         kt.TextGenerator(model, message_tokenizer)
+
+
+def test_no_prompts_give_no_texts_as_translate_does(generator):
+    assert generator.generate([], max_new_tokens=2) == [] and generator.generate((), max_new_tokens=2) == []
