@@ -19,11 +19,13 @@ import stat
 import sys
 import zipfile
 
+from keras_transformer.messages.catalog_translation import catalog_bytes
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
 from keras_transformer.messages.po_file import PoSyntaxError
 from keras_transformer.messages.po_file import read_po
 from keras_transformer.tasks.translation import Translation
+from keras_transformer.validation import lone_surrogate
 
 PROG = "keras-transformer"
 """The command's name, in its help and error lines."""
@@ -161,15 +163,12 @@ def _translations(translator, texts, beam_size, n_best, progress):
 def _check_decoded(texts, where):
     """Refuses text with bytes the locale's encoding could not decode (kept as surrogates)."""
     for number, text in enumerate(texts, 1):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as error:
-            code = ord(text[error.start])
-            byte = f"0x{code - 0xDC00:02X}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        found = lone_surrogate(text)
+        if found is not None:
+            index, what = found
             raise CommandError(
-                f"{where} {number} is not {sys.getfilesystemencoding().upper()} text (byte "
-                f"{byte} at character {error.start}); pass UTF-8 text, or run under a locale "
-                "of its encoding") from None
+                f"{where} {number} is not {sys.getfilesystemencoding().upper()} text ({what} at "
+                f"character {index}); pass UTF-8 text, or run under a locale of its encoding")
 
 
 def _run_translate(args):
@@ -247,7 +246,7 @@ def _write(catalog, output):
     if output != "-":
         write_catalog(catalog, output)
         return
-    data = catalog.text().encode(catalog.encoding, "surrogateescape")
+    data = catalog_bytes(catalog)
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.flush()

@@ -13,6 +13,31 @@ from keras import backend
 from keras import ops
 
 
+def lone_surrogate(text):
+    """Where a string holds a lone surrogate, and what it stands for; None when it has none.
+
+    Python keeps bytes it could not decode (command-line arguments, `surrogateescape`) as
+    the surrogates U+DC80 to U+DCFF; no tokenizer can take them as text.
+
+    Args:
+        text: a string.
+
+    Returns:
+        `(index, description)`, e.g. `(3, "the byte 0xE9")` or `(0, "U+D800")`, or None.
+
+    Example:
+    >>> lone_surrogate("Caf\\udce9"), lone_surrogate("Café")
+    ((3, 'the byte 0xE9'), None)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        undecoded = 0xDC80 <= code <= 0xDCFF
+        return error.start, f"the byte 0x{code - 0xDC00:02X}" if undecoded else f"U+{code:04X}"
+    return None
+
+
 def check_choice(name, value, allowed):
     """`value` must be one of `allowed` (strings, compared exactly)."""
     if value not in allowed:

@@ -450,6 +450,30 @@ def _terminate_by_exception():
         raise InterruptedError("write_catalog was interrupted by SIGTERM")
 
 
+def catalog_bytes(catalog):
+    """The catalog's text in its encoding, as `write_catalog` writes it.
+
+    Args:
+        catalog: a `PoFile`.
+
+    Raises:
+        ValueError: the catalog has text its encoding cannot hold.
+
+    Example:
+    >>> from keras_transformer.messages.po_file import parse_po
+    >>> catalog_bytes(parse_po('msgid "Open"\\nmsgstr "Öffnen"\\n'))
+    b'msgid "Open"\\nmsgstr "\\xc3\\x96ffnen"\\n'
+    """
+    try:
+        # surrogateescape: the bytes of comments the charset could not decode, as they were
+        return catalog.text().encode(catalog.encoding, "surrogateescape")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"the catalog has text that {catalog.encoding} cannot hold ({error}); "
+            "translate_catalog switches such a catalog to UTF-8."
+        ) from None
+
+
 def write_catalog(catalog, path):
     """Writes a catalog to `path` atomically, in the catalog's encoding.
 
@@ -480,14 +504,7 @@ def write_catalog(catalog, path):
     >>> read_po(path).entries[0].msgstr
     ['Öffnen']
     """
-    try:
-        # surrogateescape: the bytes of comments the charset could not decode, as they were
-        data = catalog.text().encode(catalog.encoding, "surrogateescape")
-    except UnicodeEncodeError as error:
-        raise ValueError(
-            f"the catalog has text that {catalog.encoding} cannot hold ({error}); "
-            "translate_catalog switches such a catalog to UTF-8."
-        ) from None
+    data = catalog_bytes(catalog)
     target = os.path.realpath(os.fspath(path))
     if os.path.exists(target) and not os.path.isfile(target):
         raise ValueError(f"{os.fspath(path)} exists and is not a regular file; "

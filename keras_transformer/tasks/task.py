@@ -10,6 +10,7 @@ file as an asset and `keras.saving.load_model("x.keras")` (also with
 import keras
 import numpy as np
 
+from keras_transformer import validation
 from keras_transformer.data.batches import token_ids
 from keras_transformer.optional_dependencies import require
 
@@ -26,15 +27,15 @@ def _text(value):
 def _check_unicode(name, text):
     """Refuses a string with lone surrogates: bytes that were never decoded (Python keeps
     undecodable command-line bytes so) reach no tokenizer as text."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        code = ord(text[error.start])
-        byte = f" (the byte 0x{code - 0xDC00:02X}, left undecoded)" if 0xDC80 <= code <= 0xDCFF else ""
+    found = validation.lone_surrogate(text)
+    if found is not None:
+        index, what = found
+        code = f"U+{ord(text[index]):04X}"
+        byte = f" ({what}, left undecoded)" if what != code else ""
         raise ValueError(
-            f"{name} is not valid Unicode: character {error.start} is the lone surrogate "
-            f"U+{code:04X}{byte}; decode the text with its real encoding first."
-        ) from None
+            f"{name} is not valid Unicode: character {index} is the lone surrogate "
+            f"{code}{byte}; decode the text with its real encoding first."
+        )
 
 
 def texts_argument(name, texts):
