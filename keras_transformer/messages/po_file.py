@@ -6,8 +6,9 @@ bytes the declared charset cannot decode, a keyword out of place, a `msgstr[N]`
 out of order, a duplicate (msgctxt, msgid), a `#~` used for part of an entry,
 a byte-order mark. It accepts what `msgfmt` accepts: comments with or without a
 space after `#` (`#TRANSLATORS:`, `#:src/a.c:1`), several strings on one line,
-keywords indented, CRLF line ends, and every C escape of GNU gettext (`\a`,
-`\033`, `\x1b`, ...).
+keywords indented, CRLF line ends, every C escape of GNU gettext (`\a`,
+`\033`, `\x1b`, ...), and a backslash at the end of a line, which continues it
+(`"a\` then `b"` is the string "ab").
 
 A `PoFile` keeps the text it was read from. Filling a translation changes only
 the lines of that entry's `msgstr`, its flags line and an added comment;
@@ -125,8 +126,8 @@ def _decode_string(body, charset, where):
     An octal (`\033`, at most 3 digits) or hexadecimal (`\x1b`, every hex digit
     that follows) escape stands for one byte: they are collected and decoded in
     the file's charset, and a byte that is not part of a character stays as a
-    surrogate escape (written back as the same escape). `where` is
-    `(file, line, column of the string's body)`.
+    surrogate escape (written back as the same escape). `where(index)` is the
+    `file:line:column` of the body's character at `index`.
     """
     if "\\" not in body:
         return body
@@ -146,8 +147,7 @@ def _decode_string(body, charset, where):
                 out.append(pending.decode(charset, "surrogateescape"))
                 pending.clear()
             if char not in _ESCAPES:
-                name, line, column = where
-                raise PoSyntaxError(f"{name}:{line}:{column + match.start() + 2}: invalid control "
+                raise PoSyntaxError(f"{where(match.start() + 1)}: invalid control "
                                     f"sequence \\{char or ''}")
             out.append(_ESCAPES[char])
         position = match.end()
@@ -206,14 +206,16 @@ class _Pending:
     last: str = None  # the keyword the strings being read belong to
     keywords_column: int = 0
     msgstr_start: tuple = None  # (line, column)
+    msgid_at: tuple = None  # (line, column) of its msgid keyword
     end: tuple = None  # (line, column) after its last token
 
 
 class _Reader:
     """Reads the lines of a decoded catalog into `PoEntry`s."""
 
-    def __init__(self, lines, name, charset):
-        self.lines, self.name, self.charset = lines, name, charset
+    def __init__(self, layout, name, charset):
+        self.layout, self.lines = layout, layout.logical
+        self.name, self.charset = name, charset
         self.undecodable = None  # a pattern of the bytes the charset could not decode, if any
         self.previous_obsolete = None  # whether a pending `#|` comment was `#~|`
         self.entries = []
@@ -223,9 +225,14 @@ class _Reader:
         self.flags, self.flag_line = [], None
         self.seen = {}
 
+    def location(self, number, column=None):
+        """`file:line[:column]` (1-based, in the file's physical lines) of a logical line's
+        0-based (number, column)."""
+        line, at = self.layout.physical(number, column or 0)
+        return f"{self.name}:{line + 1}" + (f":{at + 1}" if column is not None else "")
+
     def error(self, number, message, column=None):
-        where = f"{self.name}:{number + 1}" + (f":{column + 1}" if column is not None else "")
-        raise PoSyntaxError(f"{where}: {message}")
+        raise PoSyntaxError(f"{self.location(number, column)}: {message}")
 
     def read(self):
         for number, line in enumerate(self.lines):
@@ -342,6 +349,8 @@ class _Reader:
             pending.plural.append((number, []))
         else:
             pending.fields[keyword] = (number, [])
+            if keyword == "msgid":
+                pending.msgid_at = (number, column)
         if keyword.startswith("msgstr") and pending.msgstr_start is None:
             pending.msgstr_start = (number, column)
         pending.last = keyword
@@ -353,7 +362,8 @@ class _Reader:
             self.error(number, "syntax error: a string outside an entry", column)
         if pending.obsolete != obsolete:
             self.error(number, "inconsistent use of #~")
-        value = _decode_string(body, self.charset, (self.name, number + 1, column + 1))
+        value = _decode_string(body, self.charset,
+                               lambda index: self.location(number, column + 1 + index))
         parts = pending.plural[-1][1] if pending.last == "msgstr[]" else pending.fields[pending.last][1]
         parts.append(value)
         pending.end = (number, end)
@@ -384,7 +394,7 @@ class _Reader:
             msgstr=["".join(parts) for _, parts in pending.plural] if plural else [fields["msgstr"]],
             flags=tuple(pending.flags),
             obsolete=pending.obsolete,
-            line=pending.fields["msgid"][0] + 1,
+            line=self.layout.physical(*pending.msgid_at)[0] + 1,
         )
         entry._start, entry._keywords = pending.start, pending.keywords
         entry._msgstr = (pending.msgstr_start, pending.end)
@@ -394,25 +404,76 @@ class _Reader:
             entry._shared_column = pending.keywords_column
         key = (entry.msgctxt, entry.msgid)
         if key in self.seen:
-            self.error(entry.line - 1, f"duplicate message definition (first defined on line "
+            self.error(pending.fields["msgid"][0], f"duplicate message definition (first defined on line "
                        f"{self.seen[key]})")
         self.seen[key] = entry.line
         self.entries.append(entry)
 
 
-def _split_lines(text):
-    """(lines without their line ends, the line end, whether the text ends with one).
+class _Layout:
+    """A catalog's text as physical lines (what is written back) and as the logical lines the
+    reader reads.
 
-    CRLF when every line ends so; in a file with mixed ends each `\\r` stays in its line."""
-    final_newline = text.endswith("\n") or not text
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    ended = lines if final_newline else lines[:-1]
-    crlf = bool(ended) and all(line.endswith("\r") for line in ended)
-    if crlf:
-        lines = [line[:-1] for line in ended] + lines[len(ended):]
-    return lines, ("\r\n" if crlf else "\n"), final_newline
+    GNU gettext reads a backslash right before a line feed as nothing, wherever it is
+    (po-lex.c's `lex_getc`): `"a\\` then `b"` on the next line is the string "ab", and a
+    comment ending in a backslash goes on over the next line. A logical line is its physical
+    lines with those pairs removed. In a CRLF file the backslash is followed by a carriage
+    return, so no line continues there (msgfmt reads an invalid escape).
+
+    Attributes:
+        lines: the physical lines, without their line ends.
+        newline: the line end, `"\\n"`, or `"\\r\\n"` when every line ends so (in a file
+            with mixed ends each `\\r` stays in its line).
+        final_newline: whether the text ends with a line end.
+        logical: the logical lines.
+    """
+
+    def __init__(self, text):
+        self.final_newline = text.endswith("\n") or not text
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        ended = lines if self.final_newline else lines[:-1]
+        crlf = bool(ended) and all(line.endswith("\r") for line in ended)
+        if crlf:
+            lines = [line[:-1] for line in ended] + lines[len(ended):]
+        self.lines, self.newline = lines, ("\r\n" if crlf else "\n")
+        self.starts, offset = [], 0  # each physical line's offset in the text
+        for line in lines:
+            self.starts.append(offset)
+            offset += len(line) + len(self.newline)
+        self.length = offset - (len(self.newline) if lines and not self.final_newline else 0)
+        # For each logical line, where its physical lines begin: [(logical column, line)].
+        self.logical, self._segments = [], []
+        pieces, segments = [], []
+        for number, line in enumerate(lines):
+            continued = (not crlf and line.endswith("\\")
+                         and (number + 1 < len(lines) or self.final_newline))
+            segments.append((sum(map(len, pieces)), number))
+            pieces.append(line[:-1] if continued else line)
+            if not continued or number + 1 == len(lines):
+                self.logical.append("".join(pieces))
+                self._segments.append(segments)
+                pieces, segments = [], []
+
+    def physical(self, line, column):
+        """The physical (line, column) of a logical one (both 0-based)."""
+        if line >= len(self._segments):
+            return len(self.lines), 0
+        segments = self._segments[line]
+        start, number = next(segment for segment in reversed(segments) if segment[0] <= column)
+        return number, column - start
+
+    def offset(self, line, column):
+        """The offset in the text of a logical (line, column); past the end, the text's length."""
+        number, column = self.physical(line, column)
+        if number >= len(self.lines):
+            return self.length
+        return min(self.starts[number] + column, self.length)
+
+    def text(self):
+        return self.newline.join(self.lines) + (
+            self.newline if self.lines and self.final_newline else "")
 
 
 _HEADER_START = re.compile(r'^[ \t]*msgid[ \t]+""[ \t]*\r?$', re.MULTILINE)
@@ -511,12 +572,12 @@ def parse_po(source, name="<string>"):
             _refuse_byte_order_mark(name)
     else:
         raise TypeError(f"source must be the catalog's str or bytes, got {type(source).__name__}.")
-    lines, newline, final_newline = _split_lines(text)
-    reader = _Reader(lines, name, charset)
+    layout = _Layout(text)
+    reader = _Reader(layout, name, charset)
     if undecodable:
         reader.undecodable = _UNDECODED
     entries = reader.read()
-    return PoFile(lines, entries, newline, final_newline, charset, name)
+    return PoFile(layout, entries, charset, name)
 
 
 def read_po(path):
@@ -554,11 +615,9 @@ class PoFile:
     Build one with `parse_po` or `read_po`.
 
     Args:
-        lines: the file's lines, without their line ends.
+        layout: the file's text, as lines.
         entries: the `PoEntry`s in file order, the header (msgid "") and
             obsolete ones included (an attribute).
-        newline: the line end to write, `"\n"` or `"\r\n"`.
-        final_newline: whether the text ends with a line end.
         encoding: the Python codec of the charset the file is written in
             (an attribute; `translate_catalog` may switch it to UTF-8).
         name: the file's name in messages (an attribute).
@@ -569,10 +628,10 @@ class PoFile:
     ({'Language': 'de'}, 2, ['Language: de\n'])
     """
 
-    def __init__(self, lines, entries, newline, final_newline, encoding, name="<string>"):
-        self._lines = list(lines)
+    def __init__(self, layout, entries, encoding, name="<string>"):
+        self._layout = layout
+        self._lines = layout.logical
         self.entries = entries
-        self._newline, self._final_newline = newline, final_newline
         self.encoding = encoding
         self.name = name
         # (start, end, rank, lines): the text from (line, column) start to end becomes the
@@ -694,22 +753,14 @@ class PoFile:
         Returns:
             A `str`, with the line ends the file had.
         """
-        newline = self._newline
-        starts, offset = [], 0
-        for line in self._lines:
-            starts.append(offset)
-            offset += len(line) + len(newline)
-        original = newline.join(self._lines) + (newline if self._lines and self._final_newline else "")
-
-        def at(position):
-            line, column = position
-            return min(starts[line] + column, len(original)) if line < len(starts) else len(original)
+        layout = self._layout
+        newline, original, at = layout.newline, layout.text(), layout.offset
 
         out, position = [], 0
         for start, end, _, lines in sorted(self._edits, key=lambda edit: (edit[0], edit[2])):
-            begin = at(start)
+            begin = at(*start)
             out.append(original[position:begin])
             out.append(newline.join(lines))
-            position = max(position, begin, at(end))
+            position = max(position, begin, at(*end))
         out.append(original[position:])
         return "".join(out)

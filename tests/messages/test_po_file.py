@@ -42,6 +42,8 @@ KEPT = {
     "plural": HEADER.replace('\\n"\n\n', '\\n"\n"Plural-Forms: nplurals=2; plural=(n != 1);\\n"\n\n')
               + 'msgid "a"\nmsgid_plural "as"\nmsgstr[0] "b"\nmsgstr[1] "bs"\n',
     "context": HEADER + 'msgctxt "menu"\nmsgid "File"\nmsgstr "Datei"\n\nmsgid "File"\nmsgstr "D"\n',
+    # A backslash before a line feed is no character, anywhere (see CONTINUED).
+    "continued-lines": HEADER + 'msgid "a\\\nb"\nmsgstr "x\\\ny"\n\nmsg\\\nid "e" \\\n "f"\nmsgstr "g"\n',
 }
 
 
@@ -99,6 +101,37 @@ def test_a_hex_escape_takes_every_hex_digit_and_an_octal_one_three(tmp_path):
     assert parse_po(text).entries[1].msgid == "\x1b A4"
     subprocess.run([MSGFMT, "-o", str(tmp_path / "t.mo"), str(write(tmp_path, text))], check=True)
     assert [e.msgid for e in polib.mofile(str(tmp_path / "t.mo")) if e.msgid] == ["\x1b A4"]
+
+
+# Lines a backslash continues, and the entries msgfmt compiles from them.
+CONTINUED = (HEADER + 'msgid "a\\\nb"\nmsgstr "x\\\ny"\n\nmsg\\\nid "e" \\\n "f"\nmsgstr "g"\n\n'
+             '#, c-\\\nformat\nmsgid "%d \\\\\\\n"\nmsgstr ""\n\nmsgid "h"\nmsgstr \\\n""\n')
+
+
+def test_a_backslash_before_a_line_feed_continues_the_line_as_msgfmt_reads_it(tmp_path):
+    """`"a\\` then `b"` is "ab" (also in a keyword, between strings, in a flags comment);
+    `\\\\` then a line feed is one backslash then the continuation."""
+    po = read_po(write(tmp_path, CONTINUED))
+    entries = [(e.msgid, e.msgstr, e.flags, e.line) for e in po.entries[1:]]
+    assert entries == [("ab", ["xy"], (), 5), ("ef", ["g"], (), 10), ("%d \\", [""], ("c-format",), 17),
+                       ("h", [""], (), 21)]
+    subprocess.run([MSGFMT, "--check", "-o", str(tmp_path / "t.mo"), str(tmp_path / "t.po")],
+                   check=True)
+    assert {(e.msgid, e.msgstr) for e in polib.mofile(str(tmp_path / "t.mo")) if e.msgid} == {
+        ("ab", "xy"), ("ef", "g")}
+    assert po.text() == CONTINUED
+
+
+def test_filling_an_entry_across_continued_lines_changes_only_its_lines(tmp_path):
+    po = parse_po(CONTINUED)
+    po.fill(po.entries[3], ["%d Zeichen"])
+    po.fill(po.entries[4], ["H"])
+    head = CONTINUED.split("#, c-")[0]
+    assert po.text() == head + ('#, fuzzy, c-format\nmsgid "%d \\\\\\\n"\nmsgstr "%d Zeichen"\n\n'
+                                '#, fuzzy\nmsgid "h"\nmsgstr "H"\n')
+    path = write(tmp_path, po.text())
+    assert msgfmt_accepts(path)
+    assert [e.msgstr for e in read_po(path).entries[3:]] == [["%d Zeichen"], ["H"]]
 
 
 def test_filling_keeps_every_other_line(tmp_path):
@@ -176,6 +209,10 @@ REFUSED = {
     "no-break-space": (HEADER + 'msgid "a"\u00a0\nmsgstr ""\n', "5:10: syntax error"),
     "msgstr-without-string": (HEADER + 'msgid "a"\nmsgstr\n', "6: syntax error: msgstr without a string"),
     "msgid-without-string": (HEADER + 'msgid\nmsgstr "x"\n', "6:1: syntax error: a keyword without"),
+    # Lines are named as the file numbers them, after a continued line too.
+    "after-a-continued-line": (HEADER + 'msgid "a\\\nb"\nmsgstr "x\\q"\n', "7:11: invalid control sequence \\q"),
+    "continued-comment": (HEADER + '# c\\\nmsgid "c"\nmsgstr "d"\n', "7:1: syntax error"),  # the msgid is comment
+    "crlf-backslash": (HEADER.replace("\n", "\r\n") + 'msgid "a\\\r\nb"\r\nmsgstr ""\r\n', "5:7: end-of-line"),
 }
 
 
