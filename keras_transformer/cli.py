@@ -20,6 +20,7 @@ import sys
 import zipfile
 
 from keras_transformer.messages.catalog_translation import catalog_bytes
+from keras_transformer.messages.catalog_translation import check_catalog
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
 from keras_transformer.messages.po_file import PoSyntaxError
@@ -239,6 +240,10 @@ def _read_catalog(path):
         raise CommandError(f"{path}:1: the catalog has no header entry (msgid \"\" with its "
                            "Content-Type); msgfmt --check refuses it; create the catalog with "
                            "xgettext or msginit")
+    try:  # before the model loads: a catalog msgfmt refuses is refused at once
+        check_catalog(catalog)
+    except ValueError as error:
+        raise CommandError(_one_line(error)) from None
     return catalog
 
 

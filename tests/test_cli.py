@@ -511,3 +511,18 @@ def test_run_as_module_is_python_dash_m_keras_transformer_only(monkeypatch, argv
     monkeypatch.setattr(sys, "argv", [argv0] + orig_argv[2:])
     monkeypatch.setattr(sys, "orig_argv", orig_argv)
     assert keras_backend.run_as_module() is expected
+
+
+def test_a_catalog_whose_translations_msgfmt_refuses_is_refused_before_the_model_loads(
+        capsys, model, tmp_path, monkeypatch):
+    """A c-format translation that lost a directive: msgfmt --check refuses the input, so the
+    command does, in one line naming the msgstr line as msgfmt does, without loading the model."""
+    monkeypatch.setattr(cli, "load_translator", lambda path: pytest.fail("the model was loaded"))
+    path = tmp_path / "lost.po"
+    path.write_bytes(CATALOG.replace('msgstr "Datei öffnen"', 'msgstr "Datei öffnen"\n\n#, c-format\n'
+                                     'msgid "%d of %s"\nmsgstr "%d von"').encode("iso-8859-1"))
+    msgfmt = subprocess.run([MSGFMT, "--check", "-o", os.devnull, str(path)], capture_output=True, text=True)
+    assert f"{path}:12: number of format specifications" in msgfmt.stderr
+    assert_failed_cleanly(capsys, ["translate-po", path, "--model", model, "-o", tmp_path / "out.po"],
+                          path, tmp_path, contains=f"{path}:12: number of format specifications in "
+                                                   "'msgid' and 'msgstr' does not match")

@@ -21,6 +21,10 @@ translation exactly, whatever the model writes.
 
 - `po_file`: reads `.po` files as strictly as `msgfmt --check` (`read_po`,
   `parse_po`) and gives back every line it did not change, byte for byte.
+- `message_checks`: the checks `msgfmt --check` makes of each existing
+  translation (directives of c-format, python-format, python-brace-format and
+  sh-format entries as gettext compares them, newlines at both ends), in its
+  words; `check_catalog` refuses a catalog that fails them.
 - `plural_forms`: the standard Plural-Forms of languages and `PluralRule`,
   which evaluates a header's plural expression as gettext does.
 - `catalog_translation`: fills the untranslated entries of a catalog with a
@@ -30,6 +34,7 @@ translation exactly, whatever the model writes.
 """
 
 from keras_transformer.messages.catalog_translation import CatalogReport
+from keras_transformer.messages.catalog_translation import check_catalog
 from keras_transformer.messages.catalog_translation import format_flag
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
@@ -74,6 +79,7 @@ __all__ = [
     "PoFile",
     "PoSyntaxError",
     "Protected",
+    "check_catalog",
     "fidelity",
     "find_placeholders",
     "format_flag",

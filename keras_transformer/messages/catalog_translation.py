@@ -38,6 +38,8 @@ import secrets
 import signal
 import threading
 
+from keras_transformer.messages.message_checks import is_checked
+from keras_transformer.messages.message_checks import message_problem
 from keras_transformer.messages.placeholders import FORMAT_FLAGS
 from keras_transformer.messages.placeholders import find_placeholders
 from keras_transformer.messages.placeholders import is_ordered
@@ -46,6 +48,7 @@ from keras_transformer.messages.plural_forms import PluralRule
 from keras_transformer.messages.plural_forms import plural_forms
 from keras_transformer.messages.plural_forms import primary_subtag
 from keras_transformer.messages.po_file import PoFile
+from keras_transformer.messages.po_file import PoSyntaxError
 
 _CHARSET = re.compile(r"charset\s*=\s*([^\s;]+)", re.IGNORECASE)
 _TEMPLATE_PLURAL_FORMS = "INTEGER"  # .pot files say "nplurals=INTEGER; plural=EXPRESSION;"
@@ -159,24 +162,46 @@ def format_flag(entry):
     return "none"
 
 
-def _header_rule(catalog):
-    """The header's plural rule; None when it has no Plural-Forms (or the .pot placeholder)."""
-    value = catalog.metadata.get("Plural-Forms", "").strip()
-    if not value or _TEMPLATE_PLURAL_FORMS in value:
+def _header_rule(catalog, needed):
+    """The header's plural rule, found as GNU gettext finds it: `nplurals=` and `plural=`
+    anywhere in the header (`plural-forms:` in lower case too). None when both are missing, or
+    for the .pot placeholder `nplurals=INTEGER; plural=EXPRESSION;`.
+
+    Raises:
+        ValueError: both are there and do not make a rule (msgfmt --check refuses that, with
+            or without plural entries), or one of them is missing and `needed` (the catalog
+            has plural entries that need the rule).
+    """
+    text = catalog.header.msgstr[0] if catalog.header is not None else ""
+    count_at, expression_at = text.find("nplurals="), text.find("plural=")
+    count = text[count_at + len("nplurals="):].lstrip().partition(";")[0]
+    if count_at < 0 and expression_at < 0 or count_at >= 0 and count.startswith(_TEMPLATE_PLURAL_FORMS):
         return None
+    if count_at < 0 or expression_at < 0:
+        if not needed:
+            return None
+        raise ValueError(
+            f"the catalog's header has {'plural=' if count_at < 0 else 'nplurals='} but no "
+            f"{'nplurals=' if count_at < 0 else 'plural='} (msgfmt --check refuses that in a "
+            "catalog with plural entries); fix it (e.g. 'Plural-Forms: nplurals=2; "
+            "plural=(n != 1);')")
+    # gettext's parser ends the expression at ';', a newline or the end of the header.
+    expression = re.split(r"[;\n]", text[expression_at + len("plural="):], maxsplit=1)[0].strip()
+    value = f"nplurals={re.match(r'[0-9]*', count).group() or '?'}; plural={expression};"
     try:
         return PluralRule.parse(value)
     except ValueError as error:
         raise ValueError(f"the catalog's header has {error}; fix it (e.g. "
-                         "'nplurals=2; plural=(n != 1);') or remove it.") from None
+                         "'Plural-Forms: nplurals=2; plural=(n != 1);') or remove it.") from None
 
 
 def _plural_rule(catalog, language, needed):
     """(the plural rule, the Plural-Forms to write into the header or None); (None, None) for a
     catalog without plural entries (msgfmt, too, reads the rule only for them)."""
     if not needed:
+        _header_rule(catalog, needed=False)  # refuses a rule msgfmt refuses
         return None, None
-    rule = _header_rule(catalog)
+    rule = _header_rule(catalog, needed=True)
     if rule is not None:
         return rule, None
     try:
@@ -225,6 +250,54 @@ def _fewer(msgid, msgid_plural, flag):
     if any(_NUMBERED.match(p) for p in named):  # %2$s alone would skip argument 1: keep all
         return named == plural_named and ordered == plural_ordered
     return ordered == plural_ordered[:len(ordered)] and not named - plural_named
+
+
+def check_catalog(catalog):
+    r"""Refuses a catalog whose existing translations `msgfmt --check` refuses.
+
+    That is: a translation `message_checks.message_problem` finds a problem
+    in (a lost directive, a newline at one end of msgid only, ...), a
+    translated plural entry with another number of forms than the header's
+    Plural-Forms, or without one, and a Plural-Forms that cannot be evaluated
+    (even in a catalog without plural entries, as msgfmt does). Fuzzy,
+    untranslated and obsolete entries are not checked (msgfmt does not compile
+    them). `translate_catalog` calls it before any work.
+
+    Args:
+        catalog: a `PoFile`.
+
+    Raises:
+        PoSyntaxError: the first problem, as `file:line: what`, at the line of
+            the entry's first msgstr (where msgfmt reports it).
+        ValueError: the header's Plural-Forms cannot be evaluated.
+
+    Example:
+    >>> from keras_transformer.messages.po_file import parse_po
+    >>> check_catalog(parse_po('msgid ""\nmsgstr ""\n"Language: de\\n"\n\n'
+    ...                        '#, c-format\nmsgid "%d files"\nmsgstr "Dateien"\n', "de.po"))
+    Traceback (most recent call last):
+    ...
+    keras_transformer.messages.po_file.PoSyntaxError: de.po:7: number of format specifications in 'msgid' and 'msgstr' does not match (msgfmt --check refuses that); fix the translation, or flag the entry fuzzy
+    """
+    _require_po_file(catalog)
+    rule = _header_rule(catalog, needed=any(
+        _is_plural(entry) for entry in catalog.entries if is_checked(entry)))
+    for entry in filter(is_checked, catalog.entries):
+        where = f"{catalog.name}:{catalog.msgstr_line(entry)}"
+        if _is_plural(entry) and rule is None:
+            raise PoSyntaxError(
+                f"{where}: a translated plural entry, but the header has no Plural-Forms "
+                "(msgfmt --check refuses that); add one, e.g. 'Plural-Forms: nplurals=2; "
+                "plural=(n != 1);'")
+        if _is_plural(entry) and len(entry.msgstr) != rule.nplurals:
+            raise PoSyntaxError(
+                f"{where}: {len(entry.msgstr)} plural forms, but the header's Plural-Forms says "
+                f"nplurals={rule.nplurals} (msgfmt --check refuses that); fix the entry or the "
+                "header")
+        problem = message_problem(entry, rule)
+        if problem:
+            raise PoSyntaxError(f"{where}: {problem} (msgfmt --check refuses that); fix the "
+                                "translation, or flag the entry fuzzy")
 
 
 def _translate_texts(translator, keys, beam_size, progress):
@@ -276,10 +349,14 @@ def _utf8_content_type(fields):
     return f"{content_type or 'text/plain'}; charset=UTF-8"
 
 
-def _check_arguments(catalog, beam_size):
+def _require_po_file(catalog):
     if not isinstance(catalog, PoFile):
         raise TypeError(f"catalog must be a PoFile (read_po(path) or parse_po(text)), "
                         f"got {type(catalog).__name__}.")
+
+
+def _check_arguments(catalog, beam_size):
+    _require_po_file(catalog)
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a whole number >= 1, got {beam_size!r}.")
 
@@ -325,9 +402,10 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
             by primary subtag: `de_DE` matches `de`); the catalog has plural
             entries, no Plural-Forms and a language missing from
             `PLURAL_FORMS`; the header's Plural-Forms cannot be evaluated or
-            gives a form out of range; a translated plural entry has another
-            number of forms than it says; `beam_size` is not a whole number >= 1; the translator
-            returned the wrong number of results.
+            gives a form out of range; `beam_size` is not a whole number >= 1;
+            the translator returned the wrong number of results.
+        PoSyntaxError: an existing translation that `msgfmt --check` refuses
+            (`check_catalog`), named by file and line; nothing is translated.
         TypeError: `catalog` is not a `PoFile`.
 
     Example:
@@ -371,14 +449,8 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     kept = sum(entry.translated for entry in live)
     todo = [entry for entry in live if not entry.translated]
     plural = [entry for entry in live if _is_plural(entry)]
+    check_catalog(catalog)
     rule, new_plural_forms = _plural_rule(catalog, target, bool(plural))
-    wrong = next((entry for entry in plural if entry.translated
-                  and len(entry.msgstr) != rule.nplurals), None)
-    if wrong is not None:
-        raise ValueError(
-            f"{catalog.name}:{wrong.line}: {len(wrong.msgstr)} plural forms, but the header's "
-            f"Plural-Forms says nplurals={rule.nplurals} (msgfmt --check refuses that); fix the "
-            "entry or the header")
     flags = {id(entry): format_flag(entry) for entry in todo}
     sources = {id(entry): _sources(entry, rule, flags[id(entry)]) for entry in todo}
     keys = list(dict.fromkeys((text, flags[id(entry)]) for entry in todo

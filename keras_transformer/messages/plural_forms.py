@@ -305,6 +305,28 @@ class PluralRule:
         """
         return self.forms[n]
 
+    def counts_taking(self, form, low=0, high=1000):
+        """How many counts from `low` to `high` take this form, as gettext counts them for a
+        `range:` flag (at most the 1001 counts from `low`; a negative `low` counts from 0).
+
+        Example:
+        >>> PluralRule.parse("nplurals=2; plural=(n != 1);").counts_taking(0, 0, 5000)
+        1
+        """
+        low = max(low, 0)
+        high = min(high, low + 1000)
+        if high <= 1000:
+            return self.forms[low:high + 1].count(form)
+        evaluate = _Parser(self.expression).parse()
+
+        def takes(n):
+            try:
+                return evaluate(n) == form
+            except ZeroDivisionError:
+                return False
+
+        return sum(1 for n in range(low, high + 1) if takes(n))
+
     def serves_only_one(self, form):
         """Whether exactly one count from 0 to 1000 takes this form (English's form 0 takes 1).
 

@@ -63,6 +63,7 @@ _SIMPLE_LINE = re.compile(
     r'(?:(msgctxt|msgid_plural|msgid|msgstr)|msgstr\[(0|[1-9]\d*)\])?(?(1) |(?(2) |))'
     r'"([^"\\]*(?:\\.[^"\\]*)*)"\Z')
 _FUZZY = "fuzzy"
+_FLAG_SEPARATORS = re.compile(r"[\n \t\r\f\v,]+")  # gettext's: `#, fuzzy c-format` is two flags
 _MO_MAGIC = (b"\xde\x12\x04\x95", b"\x95\x04\x12\xde")
 
 
@@ -269,7 +270,7 @@ class _Reader:
             if self.flag_line is None:
                 self.flag_line = number
             text = self.lines[number].lstrip()[2:]
-            self.flags += [flag.strip() for flag in text.split(",") if flag.strip()]
+            self.flags += [flag for flag in _FLAG_SEPARATORS.split(text) if flag]
         elif kind not in (":", ".", "|", "~"):
             self.comment_end = number + 1
 
@@ -643,6 +644,17 @@ class PoFile:
     def header(self):
         """The header entry (msgid ""), or None."""
         return next((entry for entry in self.entries if entry.is_header), None)
+
+    def msgstr_line(self, entry):
+        """The 1-based line of an entry's first `msgstr` keyword, where msgfmt reports the
+        problems of its translation.
+
+        Example:
+        >>> po = parse_po('msgid "a"\\nmsgid_plural "as"\\nmsgstr[0] "b"\\nmsgstr[1] "bs"\\n')
+        >>> po.entries[0].line, po.msgstr_line(po.entries[0])
+        (1, 3)
+        """
+        return self._layout.physical(*entry._msgstr[0])[0] + 1
 
     @property
     def metadata(self):

@@ -108,7 +108,8 @@ def fill_and_verify(path, name):
 
 
 def check(mo, folder):
-    """(entries, filled, refused for want of a plural rule, failure or None) for one catalog."""
+    """(entries, filled, refused (no plural rule, or msgfmt --check refuses it too), failure or
+    None) for one catalog."""
     name = os.path.join(folder, os.path.basename(os.path.dirname(os.path.dirname(mo))) + "-"
                         + os.path.basename(mo)[:-3])
     try:
@@ -153,8 +154,8 @@ def test_every_catalog_of_the_machine_round_trips(tmp_path, record_property):
                 tally.failures.append(failure)
     summary = (f"{tally.catalogs} catalogs ({tally.entries} entries) of /usr/share/locale round-"
                f"tripped byte for byte; {tally.filled} entries filled and accepted by msgfmt "
-               f"--check-format; {tally.refused} emptied catalogs refused for want of a plural "
-               f"rule; {len(tally.failures)} failures")
+               f"--check-format; {tally.refused} refused (no plural rule for an emptied catalog, or "
+               f"msgfmt --check refuses the input too); {len(tally.failures)} failures")
     record_property("summary", summary)
     assert tally.catalogs == len(CATALOGS) and tally.entries > 0
     assert not tally.failures, "\n".join(tally.failures[:20])

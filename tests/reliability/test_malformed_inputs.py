@@ -18,6 +18,7 @@ from keras_transformer.messages import PluralRule
 from keras_transformer.messages import PoSyntaxError
 from keras_transformer.messages import find_placeholders
 from keras_transformer.messages import parse_po
+from keras_transformer.messages import translate_catalog
 from keras_transformer.messages import write_catalog
 
 VOCAB, BATCH, LENGTH, WIDTH = 32, 2, 5, 8
@@ -51,6 +52,15 @@ def _compiled(model):
 
 
 _HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+
+
+class _NoTranslator:
+    """Stands for a translator where the catalog is refused before any translation."""
+
+    target_language = "de"
+
+    def translations(self, *args, **kwargs):
+        raise AssertionError("translations was called")
 
 
 def _text_generator():
@@ -376,6 +386,15 @@ CASES = [
      PoSyntaxError, r"^de\.po:1:1: syntax error: a byte-order mark"),
     ("po-not-its-charset", lambda: parse_po(_HEADER.encode() + b'msgid "\xff"\nmsgstr ""\n', "de.po"),
      PoSyntaxError, r"^de\.po:5:8: invalid multibyte sequence \(the file is not utf-8"),
+    ("po-translation-lacks-a-directive",
+     lambda: translate_catalog(parse_po(_HEADER + '#, c-format\nmsgid "%d files in %s"\n'
+                                        'msgstr "%d Dateien"\n', "de.po"), _NoTranslator()),
+     PoSyntaxError, r"^de\.po:7: number of format specifications in 'msgid' and 'msgstr' does "
+                    r"not match \(msgfmt --check refuses that\)"),
+    ("po-translation-loses-the-newline",
+     lambda: translate_catalog(parse_po(_HEADER + 'msgid "Done.\\n"\nmsgstr "Fertig."\n', "de.po"),
+                               _NoTranslator()),
+     PoSyntaxError, r"^de\.po:6: 'msgid' and 'msgstr' entries do not both end with '\\n'"),
     ("plural-rule-divides-by-zero", lambda: PluralRule.parse("nplurals=2; plural=n/(n-1);"),
      ValueError, r"divides by zero for n = 1"),
     ("plural-rule-form-out-of-range", lambda: PluralRule.parse("nplurals=2; plural=n;"),

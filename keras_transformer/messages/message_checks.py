@@ -1,0 +1,570 @@
+r"""The checks `msgfmt --check` makes of each translated message, in its words.
+
+A catalog whose existing translations fail them does not compile
+(`msgfmt --check` exits 1), so `translate_catalog` refuses it before any work,
+naming the file and line as msgfmt does. `message_problem` gives the first
+problem of one entry:
+
+- a translation must begin and end with a newline exactly when msgid does
+  (and msgid_plural likewise);
+- in an entry flagged `c-format`, `objc-format`, `python-format`,
+  `python-brace-format` or `sh-format` (or `possible-...`), each translation
+  must be a valid format string of that language whose arguments fit the
+  msgid's (msgid_plural's for a plural entry), as GNU gettext 0.21 compares
+  them: the same argument types in order for C (`%5d` and `%2$d` stand for
+  `%d`; `%ld` and `%u` do not), the same names for Python and shell. A
+  plural form that few counts take may leave arguments out (msgfmt relaxes
+  its check for a form taken by fewer than 5 of the counts 0 to 1000, and
+  for one taken by at most one count of a `range:` flag).
+
+An entry is checked when msgfmt compiles it: not obsolete, not fuzzy, with a
+first form that is not empty. Other format languages (`perl-format`,
+`qt-format`, ...) are not checked here.
+
+This is a different question from `placeholders.matches`, which decides
+whether a machine translation kept the source's placeholders verbatim; msgfmt
+compares argument types, so it accepts `%2$s %1$d` for `%d %s`.
+
+Example:
+>>> from keras_transformer.messages.po_file import PoEntry
+>>> message_problem(PoEntry(msgid="%d files in %s", msgstr=["%5d Dateien"],
+...                         flags=("c-format",)))
+"number of format specifications in 'msgid' and 'msgstr' does not match"
+>>> print(message_problem(PoEntry(msgid="%d of %s", msgstr=["%2$s von %1$d"],
+...                               flags=("c-format",))))
+None
+"""
+
+import dataclasses
+import re
+
+from keras_transformer.messages.plural_forms import PluralRule
+
+__all__ = ["is_checked", "message_problem"]
+
+_FUZZY = "fuzzy"
+_OFTEN = 5  # msgfmt: a form taken by at least 5 counts of 0..1000 is taken "infinitely often"
+_GERMANIC = PluralRule.parse("nplurals=2; plural=(n != 1);")
+
+
+class _Invalid(Exception):
+    """A string that is not a valid format string; the argument is gettext's reason."""
+
+
+# C argument types, as bit sets (format-c-parse.h): a basic type, then size and sign bits.
+_INTEGER, _DOUBLE, _CHAR, _STRING, _OBJC_OBJECT, _POINTER, _COUNT_POINTER = range(1, 8)
+_UNSIGNED = 1 << 3
+_SHORT, _SIZE_CHAR, _LONG, _LONGLONG = 1 << 4, 2 << 4, 1 << 6, 2 << 6
+_INTMAX, _INTPTR, _SIZE_T, _PTRDIFF = 1 << 20, 1 << 21, 1 << 22, 1 << 23
+_INTTYPES = {  # the <inttypes.h> macro suffixes after PRI and a conversion letter
+    **{f"{kind}{bits}": 1 << (shift + index) for kind, shift in (("", 8), ("LEAST", 12), ("FAST", 16))
+       for index, bits in enumerate((8, 16, 32, 64))},
+    "MAX": _INTMAX, "PTR": _INTPTR,
+}
+_PRI = re.compile(r"<PRI([diouxX])(" + "|".join(sorted(_INTTYPES, key=len, reverse=True)) + ")?(>)?")
+_SIZES = {"L": _LONGLONG, "q": _LONGLONG, "j": _INTMAX, "z": _SIZE_T, "Z": _SIZE_T, "t": _PTRDIFF}
+_ARGUMENT_NUMBER = re.compile(r"(\d+)\$")
+_DIGITS = re.compile(r"\d*")
+
+
+def _conversion_error(directive, char):
+    if " " <= char <= "~":
+        return f"In the directive number {directive}, the character '{char}' is not a valid conversion specifier."
+    return f"The character that terminates the directive number {directive} is not a valid conversion specifier."
+
+
+_UNTERMINATED = "The string ends in the middle of a directive."
+_MIXES_NUMBERED = ("The string refers to arguments both through absolute argument numbers and "
+                   "through unnumbered argument specifications.")
+
+
+def _c_arguments(text, translated, objc=False):
+    """The argument types a C (or Objective C) format string takes, in order.
+
+    `translated`: the string is a translation, where glibc's `I` flag is allowed."""
+    numbered, unnumbered = [], []
+    directive, at, end = 0, 0, len(text)
+
+    def add(number, kind):
+        if number:
+            if unnumbered:
+                raise _Invalid(_MIXES_NUMBERED)
+            numbered.append((number, kind))
+        else:
+            if numbered:
+                raise _Invalid(_MIXES_NUMBERED)
+            unnumbered.append(kind)
+
+    def argument_number(what):  # after a `*`, or at a directive's start: an optional `n$`
+        nonlocal at
+        match = _ARGUMENT_NUMBER.match(text, at)
+        if not match:
+            return 0
+        if int(match.group(1)) == 0:
+            raise _Invalid(f"In the directive number {directive}, the {what}argument number 0 "
+                           "is not a positive integer.")
+        at = match.end()
+        return int(match.group(1))
+
+    while True:
+        at = text.find("%", at)
+        if at < 0:
+            break
+        at += 1
+        directive += 1
+        number = argument_number("")
+        while at < end and (text[at] in " +-#0'" or translated and text[at] == "I"):
+            at += 1
+        for what in ("width's ", "precision's "):
+            if what == "precision's ":
+                if text[at:at + 1] != ".":
+                    break
+                at += 1
+            if text[at:at + 1] == "*":
+                at += 1
+                add(argument_number(what), _INTEGER)
+            else:
+                at = _DIGITS.match(text, at).end()
+        if text[at:at + 1] == "<":
+            macro = _PRI.match(text, at)
+            if not macro or not macro.group(2):
+                raise _Invalid(f"In the directive number {directive}, the token after '<' is not "
+                               "the name of a format specifier macro. The valid macro names are "
+                               "listed in ISO C 99 section 7.8.1.")
+            if not macro.group(3):
+                raise _Invalid(f"In the directive number {directive}, the token after '<' is not "
+                               "followed by '>'.")
+            kind = _INTEGER | (0 if macro.group(1) in "di" else _UNSIGNED) | _INTTYPES[macro.group(2)]
+            at = macro.end() - 1
+        else:
+            size = 0
+            while at < end and text[at] in "hlLqjzZt":
+                char = text[at]
+                if char == "h":
+                    size = _SIZE_CHAR if size & (_SHORT | _SIZE_CHAR) else _SHORT
+                elif char == "l":
+                    size = _LONGLONG if size & (_LONG | _LONGLONG) else _LONG
+                else:
+                    size = _SIZES[char]
+                at += 1
+            char = text[at:at + 1]
+            wide = _LONG if size & (_LONG | _LONGLONG) else 0
+            if char in ("%", "m"):
+                kind = None
+            elif char == "c":
+                kind = _CHAR | wide
+            elif char == "C":
+                kind = _CHAR | _LONG
+            elif char == "s":
+                kind = _STRING | wide
+            elif char == "S":
+                kind = _STRING | _LONG
+            elif char and char in "di":
+                kind = _INTEGER | size
+            elif char and char in "uoxX":
+                kind = _INTEGER | _UNSIGNED | size
+            elif char and char in "eEfFgGaA":
+                kind = _DOUBLE | (size & _LONGLONG)
+            elif char == "@" and objc:
+                kind = _OBJC_OBJECT
+            elif char == "p":
+                kind = _POINTER
+            elif char == "n":
+                kind = _COUNT_POINTER | size
+            elif not char:
+                raise _Invalid(_UNTERMINATED)
+            else:
+                raise _Invalid(_conversion_error(directive, char))
+        if kind is not None:
+            add(number, kind)
+        at += 1
+    if not numbered:
+        return unnumbered
+    types = {}
+    for number, kind in sorted(numbered):
+        if types.setdefault(number, kind) != kind:
+            raise _Invalid(f"The string refers to argument number {number} in incompatible ways.")
+    for index, number in enumerate(sorted(types), start=1):
+        if number != index:
+            raise _Invalid(f"The string refers to argument number {number} but ignores "
+                           f"argument number {index}.")
+    return [types[number] for number in sorted(types)]
+
+
+def _compare_c(msgid_types, msgstr_types, strict, pretty):
+    msgid, msgstr = pretty
+    if len(msgid_types) != len(msgstr_types) if strict else len(msgid_types) < len(msgstr_types):
+        return f"number of format specifications in '{msgid}' and '{msgstr}' does not match"
+    for index, (wanted, found) in enumerate(zip(msgid_types, msgstr_types), start=1):
+        if wanted != found:
+            return (f"format specifications in '{msgid}' and '{msgstr}' for argument {index} "
+                    "are not the same")
+    return None
+
+
+# Python %-format types (format-python.c).
+_ANY, _PY_CHAR, _PY_STRING, _PY_INTEGER, _PY_FLOAT = "any", "char", "string", "integer", "float"
+_PY_CONVERSIONS = {"c": _PY_CHAR, "s": _PY_STRING, "r": _PY_STRING,
+                   **dict.fromkeys("iduoxX", _PY_INTEGER), **dict.fromkeys("eEfgG", _PY_FLOAT)}
+_MIXES_NAMED = ("The string refers to arguments both through argument names and through "
+                "unnamed argument specifications.")
+
+
+@dataclasses.dataclass
+class _PythonSpec:
+    named: dict  # name -> type
+    unnamed: list  # types
+
+
+def _python_arguments(text, translated=True):
+    """The named and unnamed arguments of a Python %-format string."""
+    named, unnamed = [], []
+    directive, at, end = 0, 0, len(text)
+
+    def add_unnamed(kind):
+        if named:
+            raise _Invalid(_MIXES_NAMED)
+        unnamed.append(kind)
+
+    while True:
+        at = text.find("%", at)
+        if at < 0:
+            break
+        at += 1
+        directive += 1
+        name = None
+        if text[at:at + 1] == "(":
+            depth, start = 0, at + 1
+            at = start
+            while at < end:
+                if text[at] == "(":
+                    depth += 1
+                elif text[at] == ")":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                at += 1
+            if at >= end:
+                raise _Invalid(_UNTERMINATED)
+            name = text[start:at]
+            at += 1
+        while at < end and text[at] in "-+ #0":
+            at += 1
+        zero_precision = False
+        if text[at:at + 1] == "*":
+            at += 1
+            add_unnamed(_PY_INTEGER)
+        else:
+            at = _DIGITS.match(text, at).end()
+        if text[at:at + 1] == ".":
+            at += 1
+            if text[at:at + 1] == "*":
+                at += 1
+                add_unnamed(_PY_INTEGER)
+            else:
+                digits = _DIGITS.match(text, at).group()
+                zero_precision = bool(digits) and set(digits) == {"0"}
+                at += len(digits)
+        if text[at:at + 1] in ("h", "l", "L"):
+            at += 1
+        char = text[at:at + 1]
+        if char == "%":
+            kind = None
+        elif char and char in _PY_CONVERSIONS:
+            kind = _PY_CONVERSIONS[char]
+            if char in "sr" and zero_precision:
+                kind = _ANY
+        elif not char:
+            raise _Invalid(_UNTERMINATED)
+        else:
+            raise _Invalid(_conversion_error(directive, char))
+        if name is not None:
+            if unnamed:
+                raise _Invalid(_MIXES_NAMED)
+            named.append((name, kind))
+        elif kind is not None:
+            add_unnamed(kind)
+        at += 1
+    types = {}
+    for name, kind in named:  # one type per name: the same, or `_ANY` and another
+        known = types.setdefault(name, kind)
+        if _ANY not in (known, kind) and known != kind:
+            raise _Invalid(f"The string refers to the argument named '{name}' in incompatible ways.")
+        types[name] = known if kind == _ANY else kind
+    return _PythonSpec(types, unnamed)
+
+
+def _compare_python(msgid_spec, msgstr_spec, strict, pretty):
+    msgid, msgstr = pretty
+    if msgid_spec.named and msgstr_spec.unnamed:
+        return f"format specifications in '{msgid}' expect a mapping, those in '{msgstr}' expect a tuple"
+    if msgid_spec.unnamed and msgstr_spec.named:
+        return f"format specifications in '{msgid}' expect a tuple, those in '{msgstr}' expect a mapping"
+
+    def same(wanted, found):
+        return wanted == found or not strict and _ANY in (wanted, found)
+
+    for name in sorted(set(msgid_spec.named) | set(msgstr_spec.named), key=_c_order):
+        if name not in msgid_spec.named:
+            return (f"a format specification for argument '{name}', as in '{msgstr}', doesn't "
+                    f"exist in '{msgid}'")
+        if name not in msgstr_spec.named:
+            if strict:
+                return f"a format specification for argument '{name}' doesn't exist in '{msgstr}'"
+            continue
+    for name in sorted(msgstr_spec.named, key=_c_order):
+        if not same(msgid_spec.named[name], msgstr_spec.named[name]):
+            return (f"format specifications in '{msgid}' and '{msgstr}' for argument '{name}' "
+                    "are not the same")
+    if msgid_spec.unnamed or msgstr_spec.unnamed:
+        if len(msgid_spec.unnamed) != len(msgstr_spec.unnamed):
+            return f"number of format specifications in '{msgid}' and '{msgstr}' does not match"
+        for index, (wanted, found) in enumerate(zip(msgid_spec.unnamed, msgstr_spec.unnamed), 1):
+            if not same(wanted, found):
+                return (f"format specifications in '{msgid}' and '{msgstr}' for argument {index} "
+                        "are not the same")
+    return None
+
+
+def _c_order(name):
+    """Sorts names as C's strcmp does on their UTF-8 bytes."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+_IDENTIFIER_START = re.compile(r"[A-Za-z_]")
+_BRACE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_BRACE_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STANDARD_SPEC = re.compile(r"(?:(?s:.)?[<>=^])?[-+ ]?#?0?[0-9]*(?:\.[0-9]*)?[bcdoxXneEfFgG%]?")
+
+
+def _brace_directive(text, at, directive, toplevel):
+    """Reads the field at `text[at] == "{"`; (its name or None for `{{`, the index after it).
+
+    The name is the field's text up to its closing brace, format spec included, as gettext
+    0.21 takes it: `{0:>8}` and `{0}` are different arguments to msgfmt."""
+    at += 1
+    if text[at:at + 1] == "{":
+        return None, at + 1
+    start = at
+    name = _BRACE_NAME.match(text, at)
+    if not name:
+        raise _Invalid(f"In the directive number {directive}, '{text[at:at + 1]}' cannot start a "
+                       "field name.")
+    at = name.end()
+    while text[at:at + 1] in (".", "["):
+        if text[at] == ".":
+            attribute = _BRACE_ATTRIBUTE.match(text, at + 1)
+            if not attribute:
+                raise _Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
+                               "cannot start a getattr argument.")
+            at = attribute.end()
+        else:
+            key = _BRACE_NAME.match(text, at + 1)
+            if not key:
+                raise _Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
+                               "cannot start a getitem argument.")
+            at = key.end()
+            if text[at:at + 1] != "]":
+                raise _Invalid(_UNTERMINATED)
+            at += 1
+    if text[at:at + 1] == ":":
+        if not toplevel:
+            raise _Invalid(f"In the directive number {directive}, no more nesting is allowed in "
+                           "a format specifier.")
+        at += 1
+        if text[at:at + 1] == "{":
+            _, at = _brace_directive(text, at, directive, False)
+        else:
+            at = _STANDARD_SPEC.match(text, at).end()
+        if text[at:at + 1] != "}":
+            raise _Invalid(_UNTERMINATED)
+    if text[at:at + 1] != "}":
+        raise _Invalid(f"In the directive number {directive}, there is an unterminated format "
+                       "directive.")
+    return text[start:at], at + 1
+
+
+def _brace_arguments(text, translated=True):
+    """The argument names of a Python brace format string."""
+    names, directive, at = set(), 0, 0
+    while True:
+        at = text.find("{", at)
+        if at < 0:
+            return names
+        name, at = _brace_directive(text, at, directive, True)
+        if name is not None:
+            directive += 1
+            names.add(name)
+
+
+def _compare_names(msgid_names, msgstr_names, strict, pretty, extra_allowed=False):
+    """Named arguments (sh-format; python-brace-format with `extra_allowed`): in strict
+    checking both sides name the same; relaxed, msgstr may leave some out."""
+    msgid, msgstr = pretty
+    for name in sorted(msgid_names | msgstr_names, key=_c_order):
+        if name not in msgid_names and not (extra_allowed and not strict):
+            if extra_allowed:
+                return f"a format specification for argument '{name}' doesn't exist in '{msgid}'"
+            return (f"a format specification for argument '{name}', as in '{msgstr}', doesn't "
+                    f"exist in '{msgid}'")
+        if name not in msgstr_names and strict:
+            return f"a format specification for argument '{name}' doesn't exist in '{msgstr}'"
+    return None
+
+
+def _sh_arguments(text, translated=True):
+    """The variable names of a shell format string (`$NAME`, `${NAME}`)."""
+    names, at, end = set(), 0, len(text)
+    while True:
+        at = text.find("$", at)
+        if at < 0:
+            return names
+        at += 1
+        if text[at:at + 1] == "{":
+            start = at = at + 1
+            while at < end and text[at] != "}":
+                char = text[at]
+                if not char.isascii():
+                    raise _Invalid("The string refers to a shell variable with a non-ASCII name.")
+                if at > start and char in "-=+?:":
+                    raise _Invalid("The string refers to a shell variable with complex shell "
+                                   "brace syntax. This syntax is unsupported here due to "
+                                   "security reasons.")
+                if not (char.isalnum() or char == "_") or at == start and char.isdigit():
+                    raise _Invalid("The string refers to a shell variable whose value may be "
+                                   "different inside shell functions.")
+                at += 1
+            if at >= end:
+                raise _Invalid(_UNTERMINATED)
+            if at == start:
+                raise _Invalid("The string refers to a shell variable with an empty name.")
+            names.add(text[start:at])
+            at += 1
+        elif at < end and (_IDENTIFIER_START.match(text[at])):
+            start = at
+            while at < end and text[at].isascii() and (text[at].isalnum() or text[at] == "_"):
+                at += 1
+            names.add(text[start:at])
+        elif at < end:
+            if not text[at].isascii():
+                raise _Invalid("The string refers to a shell variable with a non-ASCII name.")
+            raise _Invalid("The string refers to a shell variable whose value may be different "
+                           "inside shell functions.")
+        else:
+            raise _Invalid(_UNTERMINATED)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Language:
+    pretty: str  # msgfmt's name of it in messages
+    parse: object  # (text, translated) -> a description of its arguments; raises _Invalid
+    compare: object  # (msgid's, msgstr's, strict, (pretty msgid, pretty msgstr)) -> problem or None
+
+
+_LANGUAGES = {
+    "c": _Language("C", _c_arguments, _compare_c),
+    "objc": _Language("Objective C", lambda text, translated: _c_arguments(text, translated, True),
+                      _compare_c),
+    "python": _Language("Python", _python_arguments, _compare_python),
+    "python-brace": _Language("Python brace", _brace_arguments,
+                              lambda a, b, strict, pretty: _compare_names(a, b, strict, pretty, True)),
+    "sh": _Language("Shell", _sh_arguments, _compare_names),
+}
+_RANGE = re.compile(r"(\d+)\.\.(\d+)")
+_FORMAT_FLAG = re.compile(r"(no-|possible-|impossible-)?(.+)-format")
+
+
+def _checked_languages(flags):
+    """The format languages msgfmt checks an entry in: a `L-format` or `possible-L-format`
+    flag that a later flag of the same language does not undo."""
+    state = {}
+    for flag in flags:
+        match = _FORMAT_FLAG.fullmatch(flag)
+        if match and match.group(2) in _LANGUAGES:
+            state[match.group(2)] = match.group(1) in (None, "possible-")
+    return [language for language in _LANGUAGES if state.get(language)]
+
+
+def _flag_range(flags):
+    """(min, max) of the last `range: min..max` flag with min <= max, else None."""
+    found = None
+    for index, flag in enumerate(flags[:-1]):
+        match = _RANGE.match(flags[index + 1])
+        if flag == "range:" and match and int(match.group(1)) <= int(match.group(2)):
+            found = int(match.group(1)), int(match.group(2))
+    return found
+
+
+def _strict(entry, form, rule):
+    """Whether msgfmt checks this form strictly (all of msgid_plural's arguments): for a
+    singular entry, a plural entry with one form, and a form that many counts take."""
+    if entry.msgid_plural is None or len(entry.msgstr) < 2:
+        return True
+    rule = rule or _GERMANIC  # msgfmt's default without a Plural-Forms
+    if form >= rule.nplurals or rule.counts_taking(form) < _OFTEN:
+        return False
+    counts = _flag_range(entry.flags)
+    return counts is None or rule.counts_taking(form, *counts) > 1
+
+
+def _newline_problem(entry):
+    texts = [("msgid_plural", entry.msgid_plural)] if entry.msgid_plural is not None else []
+    names = ([f"msgstr[{index}]" for index in range(len(entry.msgstr))]
+             if entry.msgid_plural is not None else ["msgstr"])
+    texts += list(zip(names, entry.msgstr))
+    for where, test in (("begin", lambda text: text.startswith("\n")),
+                        ("end", lambda text: text.endswith("\n"))):
+        wanted = test(entry.msgid)
+        for name, text in texts:
+            if test(text) != wanted:
+                return f"'msgid' and '{name}' entries do not both {where} with '\\n'"
+    return None
+
+
+def _format_problem(entry, language, rule):
+    syntax = _LANGUAGES[language]
+    plural = entry.msgid_plural is not None
+    pretty_msgid = "msgid_plural" if plural else "msgid"
+    try:
+        wanted = syntax.parse(entry.msgid_plural if plural else entry.msgid, False)
+    except _Invalid:
+        return None  # msgfmt checks translations only against a valid msgid
+    for form, text in enumerate(entry.msgstr):
+        pretty_msgstr = f"msgstr[{form}]" if plural else "msgstr"
+        try:
+            found = syntax.parse(text, True)
+        except _Invalid as error:
+            return (f"'{pretty_msgstr}' is not a valid {syntax.pretty} format string, unlike "
+                    f"'{pretty_msgid}'. Reason: {error.args[0]}")
+        problem = syntax.compare(wanted, found, _strict(entry, form, rule),
+                                 (pretty_msgid, pretty_msgstr))
+        if problem:
+            return problem
+    return None
+
+
+def is_checked(entry):
+    """Whether msgfmt compiles, and so checks, an entry: live, not fuzzy, not the header,
+    with a first form that is not empty."""
+    return (not entry.obsolete and not entry.is_header and _FUZZY not in entry.flags
+            and bool(entry.msgstr) and entry.msgstr[0] != "")
+
+
+def message_problem(entry, rule=None):
+    """The first problem `msgfmt --check` finds in an entry's translation, in its words.
+
+    Args:
+        entry: a `PoEntry`.
+        rule: the catalog's `PluralRule`, for a plural entry (None: msgfmt's
+            default for a catalog without Plural-Forms, `n != 1`).
+
+    Returns:
+        A one-line message, or None when msgfmt accepts the entry (or does not
+        check it: see `is_checked`).
+    """
+    if not is_checked(entry) or entry.msgid == "":
+        return None
+    problem = _newline_problem(entry)
+    for language in _checked_languages(entry.flags):
+        problem = problem or _format_problem(entry, language, rule)
+    return problem

@@ -1,0 +1,211 @@
+"""The checks msgfmt --check makes of existing translations, against msgfmt itself."""
+
+import collections
+import random
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from keras_transformer.messages.catalog_translation import translate_catalog
+from keras_transformer.messages.message_checks import message_problem
+from keras_transformer.messages.plural_forms import PluralRule
+from keras_transformer.messages.po_file import PoEntry
+from keras_transformer.messages.po_file import PoSyntaxError
+from keras_transformer.messages.po_file import parse_po
+
+MSGFMT = shutil.which("msgfmt") or "/usr/bin/msgfmt"
+HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
+
+# Pieces of format strings per language: valid and invalid directives, and the cases where
+# gettext's reading is not the obvious one ({0:>8} is not {0}; %2$s %1$d is %d %s).
+PIECES = {
+    "c-format": ["%d", "%s", "%5d", "%ld", "%u", "%x", "%lu", "%c", "%lc", "%C", "%S", "%ls", "%f",
+                 "%Lf", "%lf", "%e", "%p", "%n", "%hhn", "%%", "%m", "%1$s", "%2$d", "%1$d", "%2$s",
+                 "%3$s", "%*d", "%.*s", "%*1$d", "%-10s", "% d", "%'d", "%Id", "%<PRIu64>",
+                 "%<PRId32>", "%<PRIx>", "%0$s", "%q", "%zu", "%jd", "%td", "%hd", "%hhd", "%lld",
+                 "%qd", "% ", "%", "%5", "%$", "%I", "%@", "%1$*2$d", "%5%", "%<PRIdFAST16>"],
+    "objc-format": ["%@", "%d", "%s", "%%"],
+    "python-format": ["%s", "%d", "%(a)s", "%(b)d", "%(a)d", "%r", "%.0s", "%(a).0s", "%*d", "%%",
+                      "%(a)%", "%i", "%f", "%F", "%a", "%c", "%(x", "%", "%5.2f", "%ld", "%(a)r"],
+    "python-brace-format": ["{0}", "{1}", "{a}", "{a.b}", "{a[0]}", "{0:>8}", "{0:{1}}", "{}",
+                            "{0!r}", "{{", "}}", "{", "}", "{a:x}", "{0[x]}", "{0:d}", " {b} "],
+    "sh-format": ["$A", "${A}", "$B", "${B}", "$1", "${}", "$", "${A-x}", "$é", "x$ ", "$_x"],
+}
+TEXT = ["a", " b", "c ", "\n", "é", "x y", "50", ""]
+RULES = [None, "nplurals=2; plural=(n != 1);", "nplurals=1; plural=0;", "nplurals=2; plural=n>1;",
+         "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
+         "(n%100<10 || n%100>=20) ? 1 : 2);"]
+
+
+def quote(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def random_catalog(rng, count, plural_forms):
+    """A catalog of random translated entries, some fuzzy, with every kind of flag."""
+    lines = [HEADER + (quote(f"Plural-Forms: {plural_forms}\n") + "\n" if plural_forms else "")]
+    nplurals = PluralRule.parse(plural_forms).nplurals if plural_forms else 0
+
+    def text(language):
+        return "".join(rng.choice(PIECES[language]) if rng.random() < 0.55 else rng.choice(TEXT)
+                       for _ in range(rng.randint(0, 4)))
+
+    for k in range(count):
+        language = rng.choice(list(PIECES))
+        flags = [rng.choice([language, language, "possible-" + language, "no-" + language])]
+        flags += ["fuzzy"] * (rng.random() < 0.1)
+        flags += [f"range: {rng.randint(0, 3)}..{rng.randint(0, 5)}"] * (rng.random() < 0.05)
+        separator = rng.choice([", ", " "])  # gettext splits flags at white space too
+        msgid = f"{text(language)} #{k}"
+        lines.append(f"#, {separator.join(flags)}\nmsgid {quote(msgid)}\n")
+        if nplurals and rng.random() < 0.4:
+            msgid_plural = msgid if rng.random() < 0.3 else f"{text(language)} #{k}"
+            lines.append(f"msgid_plural {quote(msgid_plural)}\n")
+            for form in range(nplurals):
+                value = text(language) if rng.random() < 0.5 else rng.choice([msgid, msgid_plural])
+                lines.append(f"msgstr[{form}] {quote(value or 'x' * (form == 0))}\n")
+        else:
+            value = text(language) if rng.random() < 0.4 else msgid
+            if rng.random() < 0.3:
+                value = msgid.replace("%d", "%i").replace("{0}", "{1}")
+            lines.append(f"msgstr {quote(value or 'y')}\n")
+        lines.append("\n")
+    return "".join(lines)
+
+
+def msgfmt_problems(path):
+    """{line: [messages]} of `msgfmt --check`'s errors (warnings left out)."""
+    result = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True)
+    problems = collections.defaultdict(list)
+    for line in result.stderr.decode("utf-8", "replace").splitlines():
+        match = re.match(re.escape(str(path)) + r":(\d+): (.*)", line)
+        if match and "warning:" not in match.group(2):
+            problems[int(match.group(1))].append(match.group(2))
+    return problems
+
+
+def same_message(ours, theirs):
+    """msgfmt prints a character in a reason as one byte (cut at NUL, half of an é): compare
+    those up to their reason."""
+    if ours == theirs:
+        return True
+    garbled = not theirs.isascii() or "\ufffd" in theirs or theirs.endswith("'")
+    return garbled and ours.split("Reason:")[0] == theirs.split("Reason:")[0]
+
+
+@pytest.mark.parametrize("seed,plural_forms", list(enumerate(RULES)))
+def test_every_problem_msgfmt_finds_is_found_in_its_words_and_no_other(tmp_path, seed, plural_forms):
+    """1,500 random translated entries per plural rule: the lines msgfmt --check refuses are
+    exactly ours, with msgfmt's message."""
+    text = random_catalog(random.Random(seed), 1500, plural_forms)
+    path = tmp_path / "t.po"
+    path.write_text(text, encoding="utf-8")
+    theirs = msgfmt_problems(path)
+    catalog = parse_po(text, str(path))
+    rule = PluralRule.parse(plural_forms) if plural_forms else None
+    ours = {catalog.msgstr_line(entry): problem for entry in catalog.entries
+            if (problem := message_problem(entry, rule))}
+    assert len(theirs) > 150  # the catalog exercises the check
+    assert set(ours) == set(theirs)
+    assert all(any(same_message(ours[line], message) for message in theirs[line]) for line in ours)
+
+
+@pytest.mark.parametrize("msgid,msgstr,flags,problem", [
+    ("%d files in %s", "%d Dateien", "c-format",
+     "number of format specifications in 'msgid' and 'msgstr' does not match"),
+    ("%d of %s", "%2$s von %1$d", "c-format", None),  # numbered arguments in another order
+    ("%d files", "%5d Dateien", "c-format", None),  # a width takes no argument
+    ("%ld files", "%d Dateien", "c-format",
+     "format specifications in 'msgid' and 'msgstr' for argument 1 are not the same"),
+    ("%s", "%S", "c-format", "format specifications in 'msgid' and 'msgstr' for argument 1 are not the same"),
+    ("%d%%", "%d %", "c-format", "'msgstr' is not a valid C format string, unlike 'msgid'. "
+     "Reason: The string ends in the middle of a directive."),
+    ("%(a)s and %(b)d", "%(a)s", "python-format",
+     "a format specification for argument 'b' doesn't exist in 'msgstr'"),
+    ("{a} q", "q", "python-brace-format", "a format specification for argument 'a' doesn't exist in 'msgstr'"),
+    ("$HOME", "x", "sh-format", "a format specification for argument 'HOME' doesn't exist in 'msgstr'"),
+    ("%d files", "Dateien", "no-c-format", None),
+    ("%d files", "Dateien", "fuzzy c-format", None),  # msgfmt does not compile fuzzy entries
+    ("50% of %s", "50 % von %s", "", None),  # no flag: no format
+    ("line\n", "Zeile", "", "'msgid' and 'msgstr' entries do not both end with '\\n'"),
+])
+def test_one_entry_as_msgfmt_reads_it(tmp_path, msgid, msgstr, flags, problem):
+    entry = f"#, {flags}\n" if flags else ""
+    text = f"{HEADER}\n{entry}msgid {quote(msgid)}\nmsgstr {quote(msgstr)}\n"
+    path = tmp_path / "t.po"
+    path.write_text(text, encoding="utf-8")
+    assert message_problem(parse_po(text).entries[1]) == problem
+    assert list(msgfmt_problems(path).values()) == ([[problem]] if problem else [])
+
+
+def test_a_form_few_counts_take_may_leave_arguments_out():
+    rule = PluralRule.parse("nplurals=2; plural=(n != 1);")
+    entry = PoEntry(msgid="One file", msgid_plural="%d files", msgstr=["Eine Datei", "Dateien"],
+                    flags=("c-format",))
+    assert message_problem(entry, rule) == ("number of format specifications in 'msgid_plural' "
+                                            "and 'msgstr[1]' does not match")
+    entry.msgstr = ["Eine Datei", "%d Dateien"]
+    assert message_problem(entry, rule) is None
+    # French: form 0 takes 0 and 1, still few counts; a range flag can make form 1 rare too
+    # (n = 2 alone takes it in 1..2).
+    assert message_problem(entry, PluralRule.parse("nplurals=2; plural=(n > 1);")) is None
+    entry.flags, entry.msgstr = ("c-format", "range:", "1..2"), ["Eine Datei", "Zwei Dateien"]
+    assert message_problem(entry, rule) is None
+
+
+class _Untouched:
+    """A translator translate_catalog must not call: the catalog is refused first."""
+
+    target_language = "de"
+
+    def translations(self, *args, **kwargs):
+        raise AssertionError("the catalog was translated")
+
+
+def test_translate_catalog_refuses_a_catalog_msgfmt_refuses_before_any_work():
+    text = (HEADER + '"Language: de\\n"\n\n#, c-format\nmsgid "%d files in %s"\nmsgstr "%d Dateien"\n'
+            '\nmsgid "Open"\nmsgstr ""\n')
+    catalog = parse_po(text, "de.po")
+    with pytest.raises(PoSyntaxError, match=r"^de\.po:8: number of format specifications in "
+                                            r"'msgid' and 'msgstr' does not match \(msgfmt"):
+        translate_catalog(catalog, _Untouched())
+    assert catalog.text() == text
+
+
+def test_a_translated_plural_entry_needs_the_headers_plural_forms():
+    text = HEADER + '\nmsgid "a"\nmsgid_plural "as"\nmsgstr[0] "b"\nmsgstr[1] "bs"\n'
+    with pytest.raises(PoSyntaxError, match=r"^de\.po:7: a translated plural entry, but the "
+                                            r"header has no Plural-Forms"):
+        translate_catalog(parse_po(text, "de.po"), _Untouched())
+
+
+PLURAL_ENTRY = '\n#, c-format\nmsgid "%d file"\nmsgid_plural "%d files"\nmsgstr[0] "%d Datei"\nmsgstr[1] "Dateien"\n'
+
+
+@pytest.mark.parametrize("header_line,refused", [
+    # gettext finds nplurals= and plural= anywhere in the header: a field name in lower case,
+    # and an expression that a newline ends (no ';' before the next field), are rules.
+    ('"plural-forms: nplurals=2; plural=(n != 1);\\n"', "msgstr[1]' does not match"),
+    ('"Plural-Forms: nplurals=2; plural=(n != 1)\\n"\n"X-Generator: Lokalize 2.0\\n"', "msgstr[1]' does not match"),
+    ('"Plural-Forms: nplural=2; plural=(n != 1);\\n"', "has plural= but no nplurals="),
+    ('"Plural-Forms: nplurals=2; plural=n/0;\\n"', "divides by zero"),
+])
+def test_the_headers_plural_rule_is_found_and_checked_as_msgfmt_does(tmp_path, header_line, refused):
+    text = f"{HEADER}{header_line}\n{PLURAL_ENTRY}"
+    path = tmp_path / "t.po"
+    path.write_text(text, encoding="utf-8")
+    assert subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True).returncode
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        translate_catalog(parse_po(text, str(path)), _Untouched())
+    # Without the plural entry msgfmt accepts the catalog unless the rule cannot be evaluated.
+    bare = f"{HEADER}{header_line}\n"
+    path.write_text(bare, encoding="utf-8")
+    accepted = not subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True).returncode
+    assert accepted == (refused != "divides by zero")
+    if accepted:
+        assert translate_catalog(parse_po(bare), _Untouched()).translated == 0
+    else:
+        with pytest.raises(ValueError, match=refused):
+            translate_catalog(parse_po(bare), _Untouched())
