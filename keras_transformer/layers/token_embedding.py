@@ -5,17 +5,25 @@ import math
 import keras
 from keras import ops
 
+from keras.src.quantizers.quantization_config import QuantizationConfig
+
 from keras_transformer import validation
+from keras_transformer.layers.sublayer_call import invoke
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
-class TokenEmbedding(keras.layers.Layer):
+class TokenEmbedding(keras.layers.ReversibleEmbedding):
     """Token ids to vectors, optionally scaled, reversible into logits.
 
     The 2017 Transformer multiplies embeddings by `sqrt(d_model)` so that they
     are not drowned by the unit-scale sinusoids, and shares one matrix between
     the source embedding, the target embedding and the pre-softmax projection.
     GPT-2 ties the output projection to the token embedding but does not scale.
+
+    It is Keras' `ReversibleEmbedding` with tied weights (one matrix,
+    `embeddings`), so what Keras offers there works here: `quantize("int8")`
+    or `"int4"` quantizes the table and the tied projection, `enable_lora`
+    adds low-rank adapters to it.
 
     Args:
         vocab_size: number of rows (token ids `0 .. vocab_size - 1`).
@@ -25,12 +33,14 @@ class TokenEmbedding(keras.layers.Layer):
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
-        ids: int tensor `(batch, T)`.
+        ids: int tensor `(batch, T)`; with `reverse=True`, hidden states
+            `(batch, T, d_model)`.
+        reverse: project hidden states to logits with the same matrix
+            (`hidden @ table^T`) instead of looking ids up.
 
     Returns:
-        `(batch, T, d_model)` embeddings. `project(hidden)` maps hidden states
-        `(batch, T, d_model)` back to logits `(batch, T, vocab_size)` with the
-        same matrix (`hidden @ table^T`).
+        `(batch, T, d_model)` embeddings, or `(batch, T, vocab_size)` logits
+        with `reverse=True` (`project(hidden)` does the same).
 
     Example:
     >>> import numpy as np
@@ -41,26 +51,45 @@ class TokenEmbedding(keras.layers.Layer):
     """
 
     def __init__(self, vocab_size, d_model, scale=False, initializer=None, **kwargs):
-        super().__init__(**kwargs)
-        self.vocab_size = validation.check_int("vocab_size", vocab_size)
-        self.d_model = validation.check_int("d_model", d_model)
+        vocab_size = validation.check_int("vocab_size", vocab_size)
+        d_model = validation.check_int("d_model", d_model)
+        for keras_only in ("input_dim", "output_dim", "tie_weights"):
+            kwargs.pop(keras_only, None)  # written by ReversibleEmbedding's get_config: ours rule
+        super().__init__(
+            vocab_size,
+            d_model,
+            tie_weights=True,
+            embeddings_initializer=keras.initializers.get(
+                initializer or keras.initializers.RandomNormal(stddev=0.02)
+            ),
+            **kwargs,
+        )
+        self.vocab_size, self.d_model = vocab_size, d_model
         self.scale = bool(scale)
-        self.initializer = keras.initializers.get(
-            initializer or keras.initializers.RandomNormal(stddev=0.02)
-        )
 
-    def build(self, ids_shape=None):
-        self.embeddings = self.add_weight(
-            name="embeddings",
-            shape=(self.vocab_size, self.d_model),
-            initializer=self.initializer,
-        )
-        self.built = True
+    @property
+    def initializer(self):
+        return self.embeddings_initializer
 
-    def call(self, ids):
+    def call(self, ids, reverse=False):
+        return self._embed_or_project(super().call, ids, reverse)
+
+    def quantized_call(self, ids, reverse=False):
+        # Keras sends a quantized layer's calls here rather than to `call`: the same id check
+        # and scaling apply around its integer lookup.
+        return self._embed_or_project(super().quantized_call, ids, reverse)
+
+    def _embed_or_project(self, lookup, ids, reverse):
+        if reverse and self.quantization_mode is None and self.reverse_dtype is None:
+            # Logits in the compute dtype (Keras keeps the table out of autocasting, which
+            # would give float32 logits under a mixed policy); reverse_dtype="float32" asks
+            # for float32 ones.
+            kernel = ops.cast(self.embeddings, self.compute_dtype)
+            return ops.matmul(ids, ops.transpose(kernel))  # (batch, T, vocab_size)
+        if reverse:
+            return lookup(ids, reverse=True)
         validation.check_token_ids("ids", ids, self.vocab_size)
-        hidden = ops.take(self.embeddings, ids, axis=0)  # (batch, T, d_model)
-        hidden = ops.cast(hidden, self.compute_dtype)
+        hidden = lookup(ids)  # (batch, T, d_model)
         if self.scale:
             hidden = hidden * ops.cast(math.sqrt(self.d_model), self.compute_dtype)
         return hidden
@@ -71,18 +100,29 @@ class TokenEmbedding(keras.layers.Layer):
         Args:
             hidden: `(batch, T, d_model)` hidden states.
         """
-        kernel = ops.cast(self.embeddings, self.compute_dtype)
-        return ops.matmul(hidden, ops.transpose(kernel))
+        return invoke(self, hidden, reverse=True)
 
-    def compute_output_shape(self, ids_shape):
-        return tuple(ids_shape) + (self.d_model,)
+    def quantize(self, mode=None, type_check=True, config=None):
+        if type_check and type(self) is not TokenEmbedding:
+            raise self._not_implemented_error(self.quantize)
+        super().quantize(mode, type_check=False, config=config)
+
+    def _int4_build(self, embeddings_shape, config=None):
+        super()._int4_build(embeddings_shape, config)
+        # Keras' ReversibleEmbedding quantizes the projection's inputs when it is rebuilt
+        # without a config (from a saved model's dtype policies), but `quantize("int4")` does
+        # not (Int4QuantizationConfig's default, as for Dense): without a config, take that
+        # default, so that a reloaded model computes what the saved one did.
+        self.inputs_quantizer = QuantizationConfig.activation_quantizer_or_default(config, None)
 
     def get_config(self):
         config = super().get_config()
+        for keras_only in ("input_dim", "output_dim", "tie_weights", "embeddings_initializer"):
+            config.pop(keras_only, None)
         config.update(
             vocab_size=self.vocab_size,
             d_model=self.d_model,
             scale=self.scale,
-            initializer=keras.initializers.serialize(self.initializer),
+            initializer=keras.initializers.serialize(self.embeddings_initializer),
         )
         return config

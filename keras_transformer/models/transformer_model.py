@@ -374,10 +374,26 @@ class TransformerModel(keras.Model):
         config = {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self._layer_dtype_policies()),
         }
         config.update(self._arguments)
         return config
+
+    def _layer_dtype_policies(self):
+        """The model's dtype policy, as a `DTypePolicyMap` of each quantized sublayer's
+        policy by path once `quantize` has run (keras-hub's backbones do the same): built
+        with it, every sublayer finds its own policy and builds its quantized weights."""
+        policy = self.dtype_policy
+        if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+            return policy
+        quantized = {layer.path: layer.dtype_policy for layer in self._flatten_layers(include_self=False)
+                     if layer.quantization_mode is not None}
+        if not quantized:
+            return policy
+        policy_map = keras.dtype_policies.DTypePolicyMap(default_policy=policy)
+        for path, layer_policy in quantized.items():
+            policy_map[path] = layer_policy
+        return policy_map
 
     @classmethod
     def from_config(cls, config):

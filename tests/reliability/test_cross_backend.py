@@ -1,11 +1,12 @@
 """What this backend saves, the two others load in safe mode and run to the same outputs.
 
-Ten `.keras` files travel: both model families compiled with each recipe (the paper's Adam,
+Twelve `.keras` files travel: both model families compiled with each recipe (the paper's Adam,
 GPT's AdamW) after a step of `fit`, whose optimizer and its state must load too; both model
 families twice (logits to 1e-5, with padding): the
 2017 and GPT-3 toggles, then LLaMA's (rotary positions, RMSNorm, SwiGLU, no biases,
 grouped-query attention, pre-LN) and a post-LN encoder-decoder with the other new toggles
-(ALiBi, RMSNorm, GEGLU, no biases, multi-query attention, qk-norm); and both tasks (the same
+(ALiBi, RMSNorm, GEGLU, no biases, multi-query attention, qk-norm); LLaMA's quantized to
+int8 and an encoder-decoder to int4 (logits to 1e-5 of the quantized model's); and both tasks (the same
 strings from beam search and from greedy generation). Each other backend loads all of them in
 one subprocess, so each run of the suite pays two interpreter starts, not twelve. Every
 backend both saves (its own run) and loads (the two other runs).
@@ -85,11 +86,17 @@ def _artifacts(folder):
     toggled = kt.EncoderDecoder.from_preset(
         "transformer_tiny", dropout=0.0, position="alibi", norm="rms", feed_forward="geglu",
         use_bias=False, num_kv_heads=1, qk_norm=True)
+    llama_int8 = kt.DecoderOnly.from_preset("llama_tiny")
+    llama_int8.quantize("int8")
+    toggled_int4 = kt.EncoderDecoder.from_preset("transformer_tiny", dropout=0.0, norm="rms")
+    toggled_int4.quantize("int4")
     models = {  # name -> (model, its inputs)
         "EncoderDecoder": (encoder_decoder, {"source": source, "target": target}),
         "DecoderOnly": (decoder_only, _padded_ids(rng, (4, 8), decoder_only.config.vocab_size)),
         "LlamaDecoderOnly": (llama, _padded_ids(rng, (4, 8), llama.config.vocab_size)),
         "ToggledEncoderDecoder": (toggled, {"source": source, "target": target}),
+        "Int8LlamaDecoderOnly": (llama_int8, _padded_ids(rng, (4, 8), llama.config.vocab_size)),
+        "Int4EncoderDecoder": (toggled_int4, {"source": source, "target": target}),
     }
     calls = {
         "Translator": (kt.Translator(kt.EncoderDecoder(**tiny), tokenizer, target_language="de"),
