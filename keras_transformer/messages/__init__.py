@@ -34,6 +34,7 @@ translation exactly, whatever the model writes.
 """
 
 from keras_transformer.messages.catalog_translation import CatalogReport
+from keras_transformer.messages.catalog_translation import catalog_problems
 from keras_transformer.messages.catalog_translation import check_catalog
 from keras_transformer.messages.catalog_translation import format_flag
 from keras_transformer.messages.catalog_translation import translate_catalog
@@ -79,6 +80,7 @@ __all__ = [
     "PoFile",
     "PoSyntaxError",
     "Protected",
+    "catalog_problems",
     "check_catalog",
     "fidelity",
     "find_placeholders",

@@ -38,6 +38,7 @@ import secrets
 import signal
 import threading
 
+from keras_transformer.messages.message_checks import format_flags_in_effect
 from keras_transformer.messages.message_checks import is_checked
 from keras_transformer.messages.message_checks import message_problem
 from keras_transformer.messages.placeholders import FORMAT_FLAGS
@@ -141,7 +142,9 @@ def _is_plural(entry):
 
 
 def format_flag(entry):
-    """The format language of an entry's text: its first flag of `c-format`, `python-format`,
+    """The format language of an entry's text: its first format flag in effect as gettext
+    reads flags (`format_flags_in_effect`: the last flag of a language decides, and
+    `possible-c-format` counts as `c-format`) when it is `c-format`, `python-format`,
     `python-brace-format` or `sh-format`; `"any"` for another format msgfmt checks
     (`perl-format`, `qt-format`, ...: every kind of placeholder known here is kept); else
     `"none"` (msgfmt checks no placeholders then).
@@ -153,12 +156,11 @@ def format_flag(entry):
     >>> from keras_transformer.messages.po_file import PoEntry
     >>> format_flag(PoEntry(msgid="%d%%", flags=("fuzzy", "c-format"))), format_flag(PoEntry())
     ('c-format', 'none')
+    >>> format_flag(PoEntry(flags=("c-format", "no-c-format", "perl-format")))
+    'any'
     """
-    for flag in entry.flags:
-        if flag in _CHECKED_FORMATS:
-            return flag
-        if flag.endswith("-format") and not flag.startswith("no-"):
-            return "any"
+    for flag in format_flags_in_effect(entry.flags):
+        return flag if flag in _CHECKED_FORMATS else "any"
     return "none"
 
 
@@ -174,8 +176,8 @@ def _header_rule(catalog, needed):
     """
     text = catalog.header.msgstr[0] if catalog.header is not None else ""
     count_at, expression_at = text.find("nplurals="), text.find("plural=")
-    count = text[count_at + len("nplurals="):].lstrip().partition(";")[0]
-    if count_at < 0 and expression_at < 0 or count_at >= 0 and count.startswith(_TEMPLATE_PLURAL_FORMS):
+    count = text[count_at + len("nplurals="):].lstrip(" \t\n\v\f\r")  # C's isspace
+    if count_at < 0 and expression_at < 0 or count_at >= 0 and _is_template(count):
         return None
     if count_at < 0 or expression_at < 0:
         if not needed:
@@ -186,31 +188,40 @@ def _header_rule(catalog, needed):
             "catalog with plural entries); fix it (e.g. 'Plural-Forms: nplurals=2; "
             "plural=(n != 1);')")
     # gettext's parser ends the expression at ';', a newline or the end of the header.
-    expression = re.split(r"[;\n]", text[expression_at + len("plural="):], maxsplit=1)[0].strip()
-    value = f"nplurals={re.match(r'[0-9]*', count).group() or '?'}; plural={expression};"
+    expression = re.split(r"[;\n]", text[expression_at + len("plural="):], maxsplit=1)[0]
+    digits = re.match(r"[0-9]*", count).group()
+    value = f"nplurals={digits or count.partition(';')[0]}; plural={expression.strip(' ')};"
     try:
-        return PluralRule.parse(value)
+        return PluralRule.from_parts(int(digits or 0), expression.strip(" \t"), value)
     except ValueError as error:
         raise ValueError(f"the catalog's header has {error}; fix it (e.g. "
                          "'Plural-Forms: nplurals=2; plural=(n != 1);') or remove it.") from None
 
 
+def _is_template(count):
+    """Whether `nplurals=` is followed by the .pot placeholder `INTEGER`."""
+    return count.startswith(_TEMPLATE_PLURAL_FORMS)
+
+
 def _plural_rule(catalog, language, needed):
-    """(the plural rule, the Plural-Forms to write into the header or None); (None, None) for a
-    catalog without plural entries (msgfmt, too, reads the rule only for them)."""
-    if not needed:
-        _header_rule(catalog, needed=False)  # refuses a rule msgfmt refuses
-        return None, None
-    rule = _header_rule(catalog, needed=True)
-    if rule is not None:
-        return rule, None
+    """(the plural rule, the Plural-Forms to write into the header or None). Without plural
+    entries (`needed` False) the rule is None, and the header's .pot placeholder
+    `nplurals=INTEGER` is still replaced by the language's rule when one is known (msgfmt
+    --check refuses the placeholder)."""
+    rule = _header_rule(catalog, needed)
+    header = catalog.header.msgstr[0] if catalog.header is not None else ""
+    template = _is_template(header.partition("nplurals=")[2].lstrip(" \t\n\v\f\r"))
+    if rule is not None or not needed and not template:
+        return (rule if needed else None), None
     try:
         value = plural_forms(language)
     except ValueError as error:
+        if not needed:
+            return None, None  # the placeholder stays: no rule is known for the language
         raise ValueError(
             f"the catalog has plural entries, its header has no Plural-Forms, and {error}"
         ) from None
-    return PluralRule.parse(value), value
+    return (PluralRule.parse(value) if needed else None), value
 
 
 def _sources(entry, rule, flag):
@@ -256,12 +267,15 @@ def check_catalog(catalog):
     r"""Refuses a catalog whose existing translations `msgfmt --check` refuses.
 
     That is: a translation `message_checks.message_problem` finds a problem
-    in (a lost directive, a newline at one end of msgid only, ...), a
-    translated plural entry with another number of forms than the header's
-    Plural-Forms, or without one, and a Plural-Forms that cannot be evaluated
-    (even in a catalog without plural entries, as msgfmt does). Fuzzy,
-    untranslated and obsolete entries are not checked (msgfmt does not compile
-    them). `translate_catalog` calls it before any work.
+    in (a lost directive in a c-format, objc-format, python-format,
+    python-brace-format or sh-format entry, a newline at one end of msgid
+    only, ...), a translated plural entry with another number of forms than
+    the header's Plural-Forms, or without one, and a Plural-Forms that cannot
+    be evaluated (even in a catalog without plural entries, as msgfmt does).
+    Fuzzy, untranslated and obsolete entries are not checked (msgfmt does not
+    compile them); nor are the directives of other format languages
+    (`perl-format`, `qt-format`, ...), which msgfmt does check.
+    `translate_catalog` calls it before any work.
 
     Args:
         catalog: a `PoFile`.
@@ -277,27 +291,40 @@ def check_catalog(catalog):
     ...                        '#, c-format\nmsgid "%d files"\nmsgstr "Dateien"\n', "de.po"))
     Traceback (most recent call last):
     ...
-    keras_transformer.messages.po_file.PoSyntaxError: de.po:7: number of format specifications in 'msgid' and 'msgstr' does not match (msgfmt --check refuses that); fix the translation, or flag the entry fuzzy
+    keras_transformer.messages.po_file.PoSyntaxError: de.po:7: number of format specifications in 'msgid' and 'msgstr' does not match (msgfmt --check refuses that)
+    """
+    for line, problem in catalog_problems(catalog):
+        raise PoSyntaxError(f"{catalog.name}:{line}: {problem} (msgfmt --check refuses that)")
+
+
+def catalog_problems(catalog):
+    """Every existing translation `msgfmt --check` refuses, as `check_catalog` names them.
+
+    Args:
+        catalog: a `PoFile`.
+
+    Yields:
+        `(line, problem)`: the line of the entry's first msgstr, and msgfmt's
+        message for a problem of the translation itself (a plural entry with
+        the wrong number of forms, or without a Plural-Forms, in our words).
+
+    Raises:
+        ValueError: the header's Plural-Forms cannot be evaluated.
     """
     _require_po_file(catalog)
-    rule = _header_rule(catalog, needed=any(
-        _is_plural(entry) for entry in catalog.entries if is_checked(entry)))
-    for entry in filter(is_checked, catalog.entries):
-        where = f"{catalog.name}:{catalog.msgstr_line(entry)}"
+    checked = [entry for entry in catalog.entries if is_checked(entry)]
+    rule = _header_rule(catalog, needed=any(map(_is_plural, checked)))
+    for entry in checked:
         if _is_plural(entry) and rule is None:
-            raise PoSyntaxError(
-                f"{where}: a translated plural entry, but the header has no Plural-Forms "
-                "(msgfmt --check refuses that); add one, e.g. 'Plural-Forms: nplurals=2; "
-                "plural=(n != 1);'")
-        if _is_plural(entry) and len(entry.msgstr) != rule.nplurals:
-            raise PoSyntaxError(
-                f"{where}: {len(entry.msgstr)} plural forms, but the header's Plural-Forms says "
-                f"nplurals={rule.nplurals} (msgfmt --check refuses that); fix the entry or the "
-                "header")
-        problem = message_problem(entry, rule)
+            problem = ("a translated plural entry, but the header has no Plural-Forms; add one, "
+                       "e.g. 'Plural-Forms: nplurals=2; plural=(n != 1);'")
+        elif _is_plural(entry) and len(entry.msgstr) != rule.nplurals:
+            problem = (f"{len(entry.msgstr)} plural forms, but the header's Plural-Forms says "
+                       f"nplurals={rule.nplurals}")
+        else:
+            problem = message_problem(entry, rule)
         if problem:
-            raise PoSyntaxError(f"{where}: {problem} (msgfmt --check refuses that); fix the "
-                                "translation, or flag the entry fuzzy")
+            yield catalog.msgstr_line(entry), problem
 
 
 def _translate_texts(translator, keys, beam_size, progress):

@@ -40,9 +40,8 @@ import re
 
 from keras_transformer.messages.plural_forms import PluralRule
 
-__all__ = ["is_checked", "message_problem"]
+__all__ = ["format_flags_in_effect", "is_checked", "message_problem"]
 
-_FUZZY = "fuzzy"
 _OFTEN = 5  # msgfmt: a form taken by at least 5 counts of 0..1000 is taken "infinitely often"
 _GERMANIC = PluralRule.parse("nplurals=2; plural=(n != 1);")
 
@@ -63,8 +62,8 @@ _INTTYPES = {  # the <inttypes.h> macro suffixes after PRI and a conversion lett
 }
 _PRI = re.compile(r"<PRI([diouxX])(" + "|".join(sorted(_INTTYPES, key=len, reverse=True)) + ")?(>)?")
 _SIZES = {"L": _LONGLONG, "q": _LONGLONG, "j": _INTMAX, "z": _SIZE_T, "Z": _SIZE_T, "t": _PTRDIFF}
-_ARGUMENT_NUMBER = re.compile(r"(\d+)\$")
-_DIGITS = re.compile(r"\d*")
+_ARGUMENT_NUMBER = re.compile(r"([0-9]+)\$")  # ASCII digits only, as in C
+_DIGITS = re.compile(r"[0-9]*")
 
 
 def _conversion_error(directive, char):
@@ -216,7 +215,7 @@ class _PythonSpec:
     unnamed: list  # types
 
 
-def _python_arguments(text, translated=True):
+def _python_arguments(text):
     """The named and unnamed arguments of a Python %-format string."""
     named, unnamed = [], []
     directive, at, end = 0, 0, len(text)
@@ -308,10 +307,8 @@ def _compare_python(msgid_spec, msgstr_spec, strict, pretty):
         if name not in msgid_spec.named:
             return (f"a format specification for argument '{name}', as in '{msgstr}', doesn't "
                     f"exist in '{msgid}'")
-        if name not in msgstr_spec.named:
-            if strict:
-                return f"a format specification for argument '{name}' doesn't exist in '{msgstr}'"
-            continue
+        if name not in msgstr_spec.named and strict:
+            return f"a format specification for argument '{name}' doesn't exist in '{msgstr}'"
     for name in sorted(msgstr_spec.named, key=_c_order):
         if not same(msgid_spec.named[name], msgstr_spec.named[name]):
             return (f"format specifications in '{msgid}' and '{msgstr}' for argument '{name}' "
@@ -384,7 +381,7 @@ def _brace_directive(text, at, directive, toplevel):
     return text[start:at], at + 1
 
 
-def _brace_arguments(text, translated=True):
+def _brace_arguments(text):
     """The argument names of a Python brace format string."""
     names, directive, at = set(), 0, 0
     while True:
@@ -412,7 +409,7 @@ def _compare_names(msgid_names, msgstr_names, strict, pretty, extra_allowed=Fals
     return None
 
 
-def _sh_arguments(text, translated=True):
+def _sh_arguments(text):
     """The variable names of a shell format string (`$NAME`, `${NAME}`)."""
     names, at, end = set(), 0, len(text)
     while True:
@@ -465,34 +462,50 @@ _LANGUAGES = {
     "c": _Language("C", _c_arguments, _compare_c),
     "objc": _Language("Objective C", lambda text, translated: _c_arguments(text, translated, True),
                       _compare_c),
-    "python": _Language("Python", _python_arguments, _compare_python),
-    "python-brace": _Language("Python brace", _brace_arguments,
+    "python": _Language("Python", lambda text, translated: _python_arguments(text),
+                        _compare_python),
+    "python-brace": _Language("Python brace", lambda text, translated: _brace_arguments(text),
                               lambda a, b, strict, pretty: _compare_names(a, b, strict, pretty, True)),
-    "sh": _Language("Shell", _sh_arguments, _compare_names),
+    "sh": _Language("Shell", lambda text, translated: _sh_arguments(text), _compare_names),
 }
-_RANGE = re.compile(r"(\d+)\.\.(\d+)")
 _FORMAT_FLAG = re.compile(r"(no-|possible-|impossible-)?(.+)-format")
+_RANGE = re.compile(r"([0-9]+)\.\.([0-9]+)")
+_INT_MAX = 2**31 - 1
 
 
-def _checked_languages(flags):
-    """The format languages msgfmt checks an entry in: a `L-format` or `possible-L-format`
-    flag that a later flag of the same language does not undo."""
+def _read_flags(flags):
+    """(flags other than a range, the range (min, max) or None), as gettext reads an
+    entry's flags: `range:` takes the word after it whatever it is, a range with min > max
+    is none, and numbers stop at INT_MAX."""
+    words, counts, index = [], None, 0
+    while index < len(flags):
+        if flags[index] == "range:":
+            match = _RANGE.match(flags[index + 1]) if index + 1 < len(flags) else None
+            if match:
+                low, high = (min(int(group), _INT_MAX) for group in match.groups())
+                counts = (low, high) if low <= high else counts
+            index += 2
+            continue
+        words.append(flags[index])
+        index += 1
+    return words, counts
+
+
+def format_flags_in_effect(flags):
+    """The format flags of an entry that gettext takes as `yes` or `possible`, in order of
+    their first appearance: the last flag of a language decides (`c-format, no-c-format` is
+    none); `possible-c-format` counts as `c-format`.
+
+    Example:
+    >>> format_flags_in_effect(("fuzzy", "possible-c-format", "python-format", "no-python-format"))
+    ['c-format']
+    """
     state = {}
-    for flag in flags:
+    for flag in _read_flags(flags)[0]:
         match = _FORMAT_FLAG.fullmatch(flag)
-        if match and match.group(2) in _LANGUAGES:
+        if match:
             state[match.group(2)] = match.group(1) in (None, "possible-")
-    return [language for language in _LANGUAGES if state.get(language)]
-
-
-def _flag_range(flags):
-    """(min, max) of the last `range: min..max` flag with min <= max, else None."""
-    found = None
-    for index, flag in enumerate(flags[:-1]):
-        match = _RANGE.match(flags[index + 1])
-        if flag == "range:" and match and int(match.group(1)) <= int(match.group(2)):
-            found = int(match.group(1)), int(match.group(2))
-    return found
+    return [f"{language}-format" for language, on in state.items() if on]
 
 
 def _strict(entry, form, rule):
@@ -501,20 +514,27 @@ def _strict(entry, form, rule):
     if entry.msgid_plural is None or len(entry.msgstr) < 2:
         return True
     rule = rule or _GERMANIC  # msgfmt's default without a Plural-Forms
+    if rule.nplurals > 100:  # msgfmt keeps no statistics of so many forms: all relaxed
+        return False
     if form >= rule.nplurals or rule.counts_taking(form) < _OFTEN:
         return False
-    counts = _flag_range(entry.flags)
+    counts = _read_flags(entry.flags)[1]
     return counts is None or rule.counts_taking(form, *counts) > 1
+
+
+def _c_string(text):
+    """The text as msgfmt's C code sees it: up to its first NUL."""
+    return text.partition("\0")[0]
 
 
 def _newline_problem(entry):
     texts = [("msgid_plural", entry.msgid_plural)] if entry.msgid_plural is not None else []
     names = ([f"msgstr[{index}]" for index in range(len(entry.msgstr))]
              if entry.msgid_plural is not None else ["msgstr"])
-    texts += list(zip(names, entry.msgstr))
+    texts = [(name, _c_string(text)) for name, text in texts + list(zip(names, entry.msgstr))]
     for where, test in (("begin", lambda text: text.startswith("\n")),
                         ("end", lambda text: text.endswith("\n"))):
-        wanted = test(entry.msgid)
+        wanted = test(_c_string(entry.msgid))
         for name, text in texts:
             if test(text) != wanted:
                 return f"'msgid' and '{name}' entries do not both {where} with '\\n'"
@@ -526,13 +546,13 @@ def _format_problem(entry, language, rule):
     plural = entry.msgid_plural is not None
     pretty_msgid = "msgid_plural" if plural else "msgid"
     try:
-        wanted = syntax.parse(entry.msgid_plural if plural else entry.msgid, False)
+        wanted = syntax.parse(_c_string(entry.msgid_plural if plural else entry.msgid), False)
     except _Invalid:
         return None  # msgfmt checks translations only against a valid msgid
     for form, text in enumerate(entry.msgstr):
         pretty_msgstr = f"msgstr[{form}]" if plural else "msgstr"
         try:
-            found = syntax.parse(text, True)
+            found = syntax.parse(_c_string(text), True)
         except _Invalid as error:
             return (f"'{pretty_msgstr}' is not a valid {syntax.pretty} format string, unlike "
                     f"'{pretty_msgid}'. Reason: {error.args[0]}")
@@ -546,8 +566,8 @@ def _format_problem(entry, language, rule):
 def is_checked(entry):
     """Whether msgfmt compiles, and so checks, an entry: live, not fuzzy, not the header,
     with a first form that is not empty."""
-    return (not entry.obsolete and not entry.is_header and _FUZZY not in entry.flags
-            and bool(entry.msgstr) and entry.msgstr[0] != "")
+    return (not entry.obsolete and not entry.is_header and "fuzzy" not in _read_flags(entry.flags)[0]
+            and bool(entry.msgstr) and _c_string(entry.msgstr[0]) != "")
 
 
 def message_problem(entry, rule=None):
@@ -562,9 +582,11 @@ def message_problem(entry, rule=None):
         A one-line message, or None when msgfmt accepts the entry (or does not
         check it: see `is_checked`).
     """
-    if not is_checked(entry) or entry.msgid == "":
+    if not is_checked(entry) or _c_string(entry.msgid) == "":
         return None
     problem = _newline_problem(entry)
-    for language in _checked_languages(entry.flags):
-        problem = problem or _format_problem(entry, language, rule)
+    for flag in format_flags_in_effect(entry.flags):
+        language = flag[:-len("-format")]
+        if language in _LANGUAGES:
+            problem = problem or _format_problem(entry, language, rule)
     return problem

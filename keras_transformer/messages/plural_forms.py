@@ -140,9 +140,9 @@ def plural_forms(language):
     )
 
 
-_NPLURALS = re.compile(r"\bnplurals\s*=\s*(\d+)")
+_NPLURALS = re.compile(r"\bnplurals\s*=\s*([0-9]+)")
 _PLURAL = re.compile(r"\bplural\s*=\s*([^;]*)")
-_EXPRESSION_TOKEN = re.compile(r"\s*(?:(\d+)|(n)|(\|\||&&|==|!=|<=|>=|[-+*/%<>!?:()]))")
+_EXPRESSION_TOKEN = re.compile(r"[ \t]*(?:([0-9]+)|(n)|(\|\||&&|==|!=|<=|>=|[-+*/%<>!?:()]))")
 _CHECKED_COUNTS = range(1001)
 """The counts a rule is checked on and its forms described by, as msgfmt does (0 to 1000)."""
 _BINARY = [  # C precedence, loosest first
@@ -163,7 +163,7 @@ class _Parser:
         self.text = text
         self.tokens = []
         position = 0
-        while position < len(text.rstrip()):
+        while position < len(text.rstrip(" \t")):
             match = _EXPRESSION_TOKEN.match(text, position)
             if not match:
                 raise ValueError(f"unexpected {text[position:].strip()[:10]!r}")
@@ -276,9 +276,26 @@ class PluralRule:
             raise ValueError(f"Plural-Forms {value!r} has no valid nplurals=N (N >= 1)")
         if not expression or not expression.group(1).strip():
             raise ValueError(f"Plural-Forms {value!r} has no plural=EXPRESSION")
-        nplurals, text = int(count.group(1)), expression.group(1).strip()
+        return cls.from_parts(int(count.group(1)), expression.group(1).strip(), value)
+
+    @classmethod
+    def from_parts(cls, nplurals, expression, value=None):
+        """A rule from its number of forms and its C expression (the checks of `parse`).
+
+        Args:
+            nplurals: the number of forms, >= 1.
+            expression: the C expression of `n`; gettext skips only spaces and tabs in it.
+            value: the Plural-Forms text to name in messages; default: made from the two.
+
+        Example:
+        >>> PluralRule.from_parts(3, "n==1 ? 0 : n==2 ? 1 : 2").form(2)
+        1
+        """
+        value = value if value is not None else f"nplurals={nplurals}; plural={expression};"
+        if nplurals < 1:
+            raise ValueError(f"Plural-Forms {value!r} has no valid nplurals=N (N >= 1)")
         try:
-            evaluate = _Parser(text).parse()
+            evaluate = _Parser(expression).parse()
         except ValueError as error:
             raise ValueError(f"Plural-Forms {value!r}: its expression cannot be read ({error})") from None
         forms = []
@@ -291,7 +308,7 @@ class PluralRule:
                 raise ValueError(f"Plural-Forms {value!r} gives form {form} for n = {n}, but "
                                  f"nplurals={nplurals} allows 0 to {nplurals - 1}")
             forms.append(form)
-        return cls(nplurals, text, tuple(forms))
+        return cls(nplurals, expression, tuple(forms))
 
     def form(self, n):
         """The form a count takes.

@@ -81,7 +81,8 @@ class PoEntry:
         msgid_plural: the plural source text, or None for a singular entry.
         msgstr: the translations: one for a singular entry, one per
             `msgstr[N]` for a plural entry (empty strings when untranslated).
-        flags: the `#,` flags, in order (`"fuzzy"`, `"c-format"`, ...).
+        flags: the flags of its `#,` line, in order (`"fuzzy"`, `"c-format"`,
+            ...); of several `#,` lines the last counts, as for gettext.
         obsolete: whether the entry is commented out with `#~`.
         line: the 1-based line of its `msgid` keyword.
 
@@ -105,7 +106,7 @@ class PoEntry:
     # (line, column) of its first msgstr keyword, and of the end of its last msgstr string:
     # the text a new translation replaces.
     _msgstr: tuple = dataclasses.field(default=((0, 0), (0, 0)), init=False, repr=False)
-    _flag_line: int = dataclasses.field(default=None, init=False, repr=False)  # first `#,` line
+    _flag_line: int = dataclasses.field(default=None, init=False, repr=False)  # last `#,` line
     # The line after its last translator comment, or _start.
     _comment_end: int = dataclasses.field(default=0, init=False, repr=False)
     # Where its first keyword starts when another entry's tokens precede it on that line.
@@ -115,6 +116,11 @@ class PoEntry:
     def translated(self):
         """Whether any form has a translation (fuzzy ones count)."""
         return any(self.msgstr)
+
+    @property
+    def fuzzy(self):
+        """Whether it is flagged fuzzy (msgfmt leaves it out unless `--use-fuzzy`)."""
+        return _FUZZY in self.flags
 
     @property
     def is_header(self):
@@ -266,11 +272,10 @@ class _Reader:
         if self.comment_start is None:
             self.comment_start = number
             self.comment_end = number
-        if kind == ",":
-            if self.flag_line is None:
-                self.flag_line = number
+        if kind == ",":  # each `#,` line replaces the flags before it, as gettext reads them
+            self.flag_line = number
             text = self.lines[number].lstrip()[2:]
-            self.flags += [flag for flag in _FLAG_SEPARATORS.split(text) if flag]
+            self.flags = [flag for flag in _FLAG_SEPARATORS.split(text) if flag]
         elif kind not in (":", ".", "|", "~"):
             self.comment_end = number + 1
 
@@ -403,11 +408,12 @@ class _Reader:
         before = self.lines[pending.keywords][:pending.keywords_column]
         if before.strip() and not before.lstrip().startswith("#~"):
             entry._shared_column = pending.keywords_column
-        key = (entry.msgctxt, entry.msgid)
+        key = tuple(text if text is None else text.partition("\0")[0]  # C strings, as msgfmt
+                    for text in (entry.msgctxt, entry.msgid))
         if key in self.seen:
             self.error(pending.fields["msgid"][0], f"duplicate message definition (first defined on line "
                        f"{self.seen[key]})")
-        self.seen[key] = entry.line
+        self.seen[key] = self.layout.physical(*pending.msgstr_start)[0] + 1  # where msgfmt says
         self.entries.append(entry)
 
 

@@ -370,11 +370,17 @@ def test_header_plural_forms_win_over_the_table():
     assert catalog.metadata["Plural-Forms"] == "nplurals=3; plural=0;"
 
 
-def test_template_plural_forms_are_replaced():
-    text = catalog_text(language="fr", plural_forms_value="nplurals=INTEGER; plural=EXPRESSION;")
+@pytest.mark.parametrize("body", [None, SINGULAR_ONLY], ids=["plural-entries", "singular-only"])
+def test_template_plural_forms_are_replaced(body, tmp_path):
+    """msgfmt --check refuses the .pot placeholder even without plural entries."""
+    text = catalog_text(language="fr", plural_forms_value="nplurals=INTEGER; plural=EXPRESSION;",
+                        body=body)
     catalog = parse_po(text)
     translate_catalog(catalog, FakeTranslator(target_language="fr"))
     assert catalog.metadata["Plural-Forms"] == "nplurals=2; plural=(n > 1);"
+    write_catalog(catalog, tmp_path / "fr.po")
+    assert subprocess.run(["msgfmt", "--check", "--use-fuzzy", "-o", os.devnull,
+                           str(tmp_path / "fr.po")], capture_output=True).returncode == 0
 
 
 def test_form_0_serving_more_counts_than_one_keeps_the_plurals_placeholders(tmp_path):

@@ -184,7 +184,7 @@ def test_metadata_edit_rewrites_only_the_header():
 REFUSED = {
     "unterminated": ('msgid "Quit\nmsgstr ""\n', "1:7: end-of-line within string"),
     "duplicate": (HEADER + 'msgid "A"\nmsgstr ""\n\nmsgid "A"\nmsgstr "B"\n',
-                  "8: duplicate message definition (first defined on line 5)"),
+                  "8: duplicate message definition (first defined on line 6)"),
     "duplicate-obsolete": (HEADER + 'msgid "A"\nmsgstr ""\n\n#~ msgid "A"\n#~ msgstr "B"\n',
                            "8: duplicate message definition"),
     "bad-escape": (HEADER + 'msgid "\\e"\nmsgstr ""\n', "5:9: invalid control sequence \\e"),
@@ -351,3 +351,20 @@ def test_wrapping_splits_at_real_newlines_only_and_never_strands_a_space(tmp_pat
     assert msgfmt_accepts(path)
     assert [e.msgstr for e in read_po(path).entries[1:]] == [["a literal \\n is not a line break " * 4],
                                                              [" " + "x" * 120]]
+
+
+def test_of_several_flag_lines_the_last_counts_and_a_fill_flags_it_fuzzy(tmp_path):
+    """gettext reads each `#,` line afresh: `#, fuzzy` then `#, c-format` is a c-format entry
+    that msgfmt compiles (and checks), and a fill adds `fuzzy` to the last line."""
+    text = (HEADER + '#, fuzzy\n#, c-format\nmsgid "%d x"\nmsgstr "%d y"\n\n'
+            '#, c-format\n#, no-wrap\nmsgid "%d z"\nmsgstr ""\n')
+    po = parse_po(text)
+    assert [(e.flags, e.fuzzy) for e in po.entries[1:]] == [(("c-format",), False), (("no-wrap",), False)]
+    po.fill(po.entries[2], ["%d Z"])
+    assert po.text() == text.replace('#, no-wrap\nmsgid "%d z"\nmsgstr ""',
+                                     '#, fuzzy, no-wrap\nmsgid "%d z"\nmsgstr "%d Z"')
+    path = write(tmp_path, po.text())
+    assert msgfmt_accepts(path)
+    compiled = tmp_path / "t.mo"
+    subprocess.run([MSGFMT, "-o", str(compiled), str(path)], check=True)  # fuzzy left out
+    assert {e.msgid for e in polib.mofile(str(compiled)) if e.msgid} == {"%d x"}

@@ -377,7 +377,7 @@ CASES = [
      PoSyntaxError, r"^de\.po:1:7: end-of-line within string$"),
     ("po-duplicate-msgid",
      lambda: parse_po(_HEADER + 'msgid "A"\nmsgstr ""\n\nmsgid "A"\nmsgstr ""\n', "de.po"),
-     PoSyntaxError, r"^de\.po:8: duplicate message definition \(first defined on line 5\)$"),
+     PoSyntaxError, r"^de\.po:8: duplicate message definition \(first defined on line 6\)$"),
     ("po-invalid-escape", lambda: parse_po(_HEADER + 'msgid "\\q"\nmsgstr ""\n', "de.po"),
      PoSyntaxError, r"^de\.po:5:9: invalid control sequence \\q$"),
     ("po-half-obsolete", lambda: parse_po(_HEADER + 'msgid "A"\n#~ msgstr ""\n', "de.po"),
