@@ -10,6 +10,7 @@ from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
 from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.token_embedding import TokenEmbedding
+from keras_transformer.models import lora
 from keras_transformer.layers.transformer_block import TransformerBlock
 from keras_transformer.models import host_checks
 from keras_transformer.models import presets
@@ -369,6 +370,58 @@ class TransformerModel(keras.Model):
         model_arguments = {k: overrides[k] for k in MODEL_ARGUMENTS if k in overrides}
         overrides = {k: v for k, v in overrides.items() if k not in MODEL_ARGUMENTS}
         return presets.override(arguments, overrides), model_arguments
+
+    # --- low-rank adaptation (keras_transformer.models.lora) ------------------
+    def default_lora_layer_names(self):
+        """The layers `enable_lora` adapts by default: the attention projections of queries,
+        keys and values (`qkv`, fused in self-attention; `query` and `key_value` in
+        cross-attention). The output projection and the feed-forward layers are left out,
+        as keras-hub leaves them out."""
+        return ["qkv", "query", "key_value"]
+
+    def enable_lora(self, rank, target_layer_names=None):
+        """Freezes every weight and adds rank-`rank` LoRA adapters to the target layers.
+
+        As keras-hub's `Backbone.enable_lora`, but the target layers' biases
+        are frozen too: only the adapters train afterwards; compile the model
+        again before `fit`. `save` writes the kernels with the adapters merged in;
+        `save_lora_weights` writes the adapters alone.
+
+        Args:
+            rank: the adapters' rank, a whole number >= 1.
+            target_layer_names: names of the layers to adapt; None:
+                `default_lora_layer_names()`.
+
+        Raises:
+            ValueError: `rank` is not a whole number >= 1, no layer has one of
+                the names, or LoRA is already enabled.
+
+        Example:
+        >>> import keras_transformer as kt
+        >>> model = kt.DecoderOnly.from_preset("llama_tiny")
+        >>> model.enable_lora(2)
+        >>> sorted({w.path.rsplit("/", 1)[-1] for w in model.trainable_weights})
+        ['lora_kernel_a', 'lora_kernel_b']
+        """
+        lora.enable_lora(self, rank, target_layer_names or self.default_lora_layer_names())
+
+    def save_lora_weights(self, filepath):
+        """Writes the LoRA adapters (not the frozen weights) to `filepath`, a `.lora.h5` file.
+
+        Raises:
+            ValueError: LoRA is not enabled, or the name does not end in `.lora.h5`.
+        """
+        lora.save_lora_weights(self, filepath)
+
+    def load_lora_weights(self, filepath):
+        """Loads adapters `save_lora_weights` wrote, enabling LoRA on the same layers first
+        when this model has none.
+
+        Raises:
+            ValueError: the file is not such a file, holds adapters of another rank than
+                the enabled ones, or of another model (other layers or shapes).
+        """
+        lora.load_lora_weights(self, filepath)
 
     def get_config(self):
         config = {

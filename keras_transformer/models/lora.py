@@ -1,0 +1,165 @@
+"""Low-rank adapters (LoRA) on a model's projections, as keras-hub's backbones offer them.
+
+`enable_lora(model, rank)` freezes every weight of the model and gives the target
+layers (by default the attention projections) Keras' own LoRA: each target's
+kernel `W` becomes `W + (alpha / rank) A B`, with `A` `(d_in, rank)` and `B`
+`(rank, d_out)` the only new trainable weights (`B` starts at zero, so the model
+starts where it was). Fine-tuning then trains `rank (d_in + d_out)` numbers per
+target instead of `d_in d_out`, and the optimizer keeps state for those alone.
+
+The adapters travel on their own (`save_lora_weights`, a `.lora.h5` file of a
+few kilobytes, keyed by each layer's path in the model) and load onto a model
+with the same base (`load_lora_weights`). `model.save(...)` writes the kernels
+with the adapters merged in (Keras' Dense saves `W + (alpha / rank) A B`), so the
+saved model serves without them and loads as a plain model.
+
+Unlike keras-hub, the target layers' biases are frozen too: the adapters are then
+all that fine-tuning changes, and all that `save_lora_weights` needs to carry.
+"""
+
+import os
+
+import h5py
+import numpy as np
+from keras import ops
+
+_SUFFIX = ".lora.h5"
+
+
+def _relative_path(model, layer):
+    """A layer's path below the model (`block_0/self_attention/qkv`): the same in every
+    model of the same shape, whatever the model's name."""
+    return layer.path.split("/", 1)[1]
+
+
+def _layers_by_path(model):
+    return {_relative_path(model, layer): layer
+            for layer in model._flatten_layers(include_self=False) if layer.path}
+
+
+def lora_layers(model):
+    """The layers LoRA is enabled on, in model order ([] before `enable_lora`)."""
+    by_path = _layers_by_path(model)
+    return [by_path[path] for path in getattr(model, "_lora_paths", ())]
+
+
+def _target_layers(model, names):
+    return [layer for layer in model._flatten_layers(include_self=False)
+            if layer.name in names and hasattr(layer, "enable_lora")]
+
+
+def enable_lora(model, rank, target_layer_names):
+    """Freezes the model and adds rank-`rank` adapters to the layers named
+    `target_layer_names` (see `TransformerModel.enable_lora`)."""
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
+        raise ValueError(f"`rank` must be a whole number >= 1; received {rank!r}.")
+    if not model.built:
+        raise ValueError("enable_lora needs a built model; call the model on a batch first.")
+    if lora_layers(model):
+        raise ValueError(
+            f"LoRA is already enabled on this model (rank {model._lora_rank}, layers "
+            f"{sorted({layer.name for layer in lora_layers(model)})}); it can be enabled once. "
+            "Save the adapters with save_lora_weights, or build a new model.")
+    if isinstance(target_layer_names, str) or not all(
+            isinstance(name, str) for name in target_layer_names):
+        raise ValueError("`target_layer_names` must be a list of layer names; received "
+                         f"{target_layer_names!r}.")
+    targets = _target_layers(model, set(target_layer_names))
+    if not targets:
+        available = sorted({layer.name for layer in model._flatten_layers(include_self=False)
+                            if hasattr(layer, "enable_lora")})
+        raise ValueError(f"`target_layer_names` {list(target_layer_names)} names no layer of "
+                         f"this model that takes LoRA; its layers are named {available}.")
+    model.trainable = True
+    for layer in model._flatten_layers(include_self=False):
+        layer.trainable = False
+    for layer in targets:
+        layer.trainable = True
+        layer.enable_lora(int(rank))  # freezes the kernel
+        if getattr(layer, "bias", None) is not None:
+            layer.bias.trainable = False
+    # Paths, not the layers: a built model takes no new tracked sublayers.
+    model._lora_paths = tuple(_relative_path(model, layer) for layer in targets)
+    model._lora_rank = int(rank)
+
+
+def save_lora_weights(model, filepath):
+    """Writes the adapters of a model with LoRA enabled to `filepath` (`.lora.h5`)."""
+    layers = lora_layers(model)
+    if not layers:
+        raise ValueError("This model has no LoRA adapters to save; call enable_lora(rank) first.")
+    filepath = os.fspath(filepath)
+    if not filepath.endswith(_SUFFIX):
+        raise ValueError(f"`filepath` must end in {_SUFFIX!r}; received {filepath!r}.")
+    with h5py.File(filepath, "w") as file:
+        file.attrs["rank"] = model._lora_rank
+        file.attrs["model"] = type(model).__name__
+        for layer in layers:
+            group = file.create_group(_relative_path(model, layer))
+            group.attrs["name"] = layer.name
+            group.attrs["alpha"] = layer.lora_alpha
+            group["lora_kernel_a"] = ops.convert_to_numpy(layer.lora_kernel_a)
+            group["lora_kernel_b"] = ops.convert_to_numpy(layer.lora_kernel_b)
+
+
+def _read(filepath):
+    """(rank, model class name, {relative path: (name, alpha, a, b)}) of a `.lora.h5` file."""
+    filepath = os.fspath(filepath)
+    try:
+        file = h5py.File(filepath, "r")
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read LoRA weights from {filepath!r}: {error}") from None
+    with file:
+        try:
+            rank, model_name = int(file.attrs["rank"]), str(file.attrs["model"])
+            adapters = {}
+
+            def visit(path, item):
+                if isinstance(item, h5py.Group) and "lora_kernel_a" in item:
+                    adapters[path] = (str(item.attrs["name"]), float(item.attrs["alpha"]),
+                                      item["lora_kernel_a"][()], item["lora_kernel_b"][()])
+
+            file.visititems(visit)
+        except KeyError as error:
+            raise ValueError(f"{filepath!r} is not a file save_lora_weights wrote "
+                             f"(missing {error}).") from None
+    return rank, model_name, adapters
+
+
+def load_lora_weights(model, filepath):
+    """Loads adapters `save_lora_weights` wrote onto a model of the same shape, enabling
+    LoRA on the same layers first when the model has none."""
+    rank, model_name, adapters = _read(filepath)
+    if model_name != type(model).__name__:
+        raise ValueError(f"{os.fspath(filepath)!r} holds LoRA weights of a {model_name}; this "
+                         f"model is a {type(model).__name__}.")
+    by_path = _layers_by_path(model)
+    missing = sorted(set(adapters) - set(by_path))
+    if missing:
+        raise ValueError(f"{os.fspath(filepath)!r} holds LoRA weights for layers this model "
+                         f"lacks: {missing[:5]}; it was saved from another model.")
+    if lora_layers(model):
+        if model._lora_rank != rank:
+            raise ValueError(f"{os.fspath(filepath)!r} holds rank-{rank} adapters, but LoRA is "
+                             f"enabled here with rank {model._lora_rank}; both must match.")
+        enabled = set(model._lora_paths)
+        if enabled != set(adapters):
+            raise ValueError(f"{os.fspath(filepath)!r} holds adapters for other layers than the "
+                             f"ones LoRA is enabled on here: {sorted(set(adapters) ^ enabled)[:5]}.")
+    for path, (name, alpha, a, b) in adapters.items():
+        layer = by_path[path]
+        expected = (layer.lora_kernel_a.shape, layer.lora_kernel_b.shape) if layer.lora_enabled \
+            else None
+        if expected is not None and (tuple(expected[0]), tuple(expected[1])) != (a.shape, b.shape):
+            raise ValueError(f"{os.fspath(filepath)!r}: the adapters of {path} have shapes "
+                             f"{a.shape} and {b.shape}; this model's have {tuple(expected[0])} "
+                             f"and {tuple(expected[1])}. It was saved from another model.")
+    if not lora_layers(model):
+        names = sorted({name for name, *_ in adapters.values()})
+        enable_lora(model, rank, names)
+        return load_lora_weights(model, filepath)  # now with shapes to check
+    for path, (name, alpha, a, b) in adapters.items():
+        layer = by_path[path]
+        layer.lora_alpha = alpha
+        layer.lora_kernel_a.assign(a)
+        layer.lora_kernel_b.assign(b)

@@ -1,0 +1,149 @@
+"""LoRA as keras-hub's backbones have it: enable_lora, save/load_lora_weights, merged saving."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+import keras_transformer as kt
+
+
+def _llama():
+    return kt.DecoderOnly.from_preset("llama_tiny")  # no biases
+
+
+def _transformer():
+    return kt.EncoderDecoder.from_preset("transformer_tiny", dropout=0.0)
+
+
+def _inputs(model, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, model.config.vocab_size, size=(4, 6)).astype("int32")
+    if isinstance(model, kt.EncoderDecoder):
+        return {"source": ids, "target": np.roll(ids, 1, axis=1)}
+    return ids
+
+
+def _logits(model, inputs):
+    return ops.convert_to_numpy(model(inputs))
+
+
+def _train(model, inputs, steps=3):
+    """A few steps of the family's recipe at a rate that moves the adapters."""
+    model.compile(optimizer=keras.optimizers.Adam(1e-2),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    labels = inputs["target"] if isinstance(inputs, dict) else inputs
+    model.fit(inputs, np.roll(labels, -1, axis=1), batch_size=4, epochs=steps, verbose=0)
+
+
+def _paths(weights):
+    return sorted(w.path.split("/", 1)[1] for w in weights)
+
+
+@pytest.mark.parametrize("build,targets", [
+    (_llama, {"qkv"}), (_transformer, {"qkv", "query", "key_value"})], ids=["llama", "transformer"])
+def test_only_the_attention_adapters_train_and_the_model_starts_where_it_was(build, targets):
+    model = build()
+    inputs = _inputs(model)
+    before = _logits(model, inputs)
+    frozen = {w.path: ops.convert_to_numpy(w) for w in model.weights}
+    model.enable_lora(4)
+    adapted = [layer for layer in model._flatten_layers() if getattr(layer, "lora_enabled", False)]
+    assert {layer.name for layer in adapted} == targets
+    lora_weights = model.trainable_weights
+    assert all("lora_kernel" in w.path for w in lora_weights)  # the biases too are frozen
+    assert len(lora_weights) == 2 * len(adapted)
+    assert sum(int(np.prod(w.shape)) for w in lora_weights) == sum(
+        4 * (layer.lora_kernel_a.shape[0] + layer.lora_kernel_b.shape[1]) for layer in adapted)
+    np.testing.assert_array_equal(_logits(model, inputs), before)  # B starts at zero
+
+    _train(model, inputs)
+    after = {w.path: ops.convert_to_numpy(w) for w in model.weights}
+    assert all(np.array_equal(frozen[path], after[path]) for path in frozen)
+    assert any(not np.allclose(ops.convert_to_numpy(w), 0) for w in lora_weights
+               if w.path.endswith("lora_kernel_b"))
+    assert not np.allclose(_logits(model, inputs), before)
+
+
+@pytest.mark.parametrize("build", [_llama, _transformer], ids=["llama", "transformer"])
+def test_saving_merges_the_adapters_and_the_adapters_travel_alone(build, tmp_path):
+    base = build()
+    base_file = str(tmp_path / "base.keras")
+    base.save(base_file)
+    model = keras.saving.load_model(base_file)
+    inputs = _inputs(model)
+    model.enable_lora(2)
+    _train(model, inputs)
+    tuned = _logits(model, inputs)
+
+    merged_file = str(tmp_path / "merged.keras")
+    model.save(merged_file)
+    merged = keras.saving.load_model(merged_file, safe_mode=True)
+    assert not any(getattr(layer, "lora_enabled", False) for layer in merged._flatten_layers())
+    assert len(merged.weights) == len(base.weights)
+    np.testing.assert_allclose(_logits(merged, inputs), tuned, atol=1e-5, rtol=0)
+
+    adapters = tmp_path / "tuned.lora.h5"
+    model.save_lora_weights(adapters)
+    assert adapters.stat().st_size < 0.2 * (tmp_path / "base.keras").stat().st_size
+    fresh = keras.saving.load_model(base_file)
+    fresh.load_lora_weights(adapters)  # enables LoRA on the same layers, then loads
+    np.testing.assert_allclose(_logits(fresh, inputs), tuned, atol=1e-5, rtol=0)
+    again = keras.saving.load_model(base_file)
+    again.enable_lora(2)
+    again.load_lora_weights(adapters)
+    np.testing.assert_allclose(_logits(again, inputs), tuned, atol=1e-5, rtol=0)
+
+
+def test_a_lora_model_can_be_quantized_as_keras_allows():
+    """Keras quantizes the frozen kernel and keeps the adapters in float32 (QLoRA's layout)."""
+    model = _llama()
+    inputs = _inputs(model)
+    model.enable_lora(2)
+    _train(model, inputs, steps=1)
+    tuned = _logits(model, inputs)
+    model.quantize("int8")
+    assert all(layer.lora_enabled for layer in model._flatten_layers() if layer.name == "qkv")
+    assert np.abs(_logits(model, inputs) - tuned).max() < 0.05 * np.abs(tuned).max()
+
+
+@pytest.mark.parametrize("call,pattern", [
+    (lambda m, p: m.enable_lora(0), r"`rank` must be a whole number >= 1; received 0"),
+    (lambda m, p: m.enable_lora(True), r"`rank` must be a whole number >= 1; received True"),
+    (lambda m, p: m.enable_lora("4"), r"`rank` must be a whole number >= 1; received '4'"),
+    (lambda m, p: m.enable_lora(2, ["attention"]),
+     r"`target_layer_names` \['attention'\] names no layer of this model that takes LoRA; "
+     r"its layers are named \[.*'qkv'"),
+    (lambda m, p: m.enable_lora(2, "qkv"), r"`target_layer_names` must be a list of layer names"),
+    (lambda m, p: m.save_lora_weights(p / "a.lora.h5"), r"no LoRA adapters to save; call enable_lora"),
+    (lambda m, p: m.load_lora_weights(p / "missing.lora.h5"), r"cannot read LoRA weights from"),
+])
+def test_bad_lora_arguments_are_refused_naming_them(call, pattern, tmp_path):
+    with pytest.raises(ValueError, match=pattern):
+        call(_llama(), tmp_path)
+
+
+def test_lora_twice_another_rank_another_model_and_a_bad_name_are_refused(tmp_path):
+    model = _llama()
+    model.enable_lora(2)
+    with pytest.raises(ValueError, match=r"LoRA is already enabled on this model \(rank 2"):
+        model.enable_lora(2)
+    with pytest.raises(ValueError, match=r"`filepath` must end in '\.lora\.h5'"):
+        model.save_lora_weights(tmp_path / "adapters.h5")
+    path = tmp_path / "adapters.lora.h5"
+    model.save_lora_weights(path)
+    other_rank = _llama()
+    other_rank.enable_lora(4)
+    with pytest.raises(ValueError, match=r"holds rank-2 adapters, but LoRA is enabled here with "
+                                         r"rank 4"):
+        other_rank.load_lora_weights(path)
+    wider = kt.DecoderOnly.from_preset("llama_tiny", d_model=64)
+    with pytest.raises(ValueError, match=r"the adapters of block_0/self_attention/qkv have shapes "
+                                         r"\(32, 2\) and \(2, 64\); this model's have \(64, 2\)"):
+        wider.load_lora_weights(path)
+    with pytest.raises(ValueError, match=r"holds LoRA weights of a DecoderOnly; this model is a "
+                                         r"EncoderDecoder"):
+        _transformer().load_lora_weights(path)
+    (tmp_path / "junk.lora.h5").write_bytes(b"not hdf5")
+    with pytest.raises(ValueError, match=r"cannot read LoRA weights from"):
+        _llama().load_lora_weights(tmp_path / "junk.lora.h5")
