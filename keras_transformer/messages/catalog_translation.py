@@ -112,8 +112,7 @@ class CatalogReport:
 
 
 def _header_language(catalog):
-    value = catalog.metadata.get("Language", "").strip()
-    return value or None
+    return catalog.header_field("Language") or None
 
 
 def _target_language(catalog, translator, language):
@@ -351,7 +350,7 @@ def _notes(translations):
 
 def _header_codec(catalog):
     """The header's charset when Python knows it, else None (missing, `CHARSET`, unknown)."""
-    match = _CHARSET.search(catalog.metadata.get("Content-Type", ""))
+    match = _CHARSET.search(catalog.header_field("Content-Type") or "")
     if not match:
         return None
     try:
@@ -369,8 +368,8 @@ def _encodes(texts, encoding):
     return True
 
 
-def _utf8_content_type(fields):
-    content_type = fields.get("Content-Type", "").strip()
+def _utf8_content_type(catalog):
+    content_type = catalog.header_field("Content-Type") or ""
     if _CHARSET.search(content_type):
         return _CHARSET.sub("charset=UTF-8", content_type, count=1)
     return f"{content_type or 'text/plain'}; charset=UTF-8"
@@ -498,7 +497,7 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     if filled and target and not _header_language(catalog):
         changes["Language"] = target
     if charset_changed:
-        changes["Content-Type"] = _utf8_content_type(catalog.metadata)
+        changes["Content-Type"] = _utf8_content_type(catalog)
         catalog.encoding = "utf-8"
     if changes:
         catalog.set_header_fields(changes)

@@ -36,6 +36,7 @@ msgid "Open %s"
 msgstr "%s öffnen"
 """
 
+import bisect
 import codecs
 import dataclasses
 import os
@@ -452,23 +453,25 @@ class _Layout:
         self.length = offset - (len(self.newline) if lines and not self.final_newline else 0)
         # For each logical line, where its physical lines begin: [(logical column, line)].
         self.logical, self._segments = [], []
-        pieces, segments = [], []
+        pieces, segments, width = [], [], 0  # width: the logical line's length so far
         for number, line in enumerate(lines):
             continued = (not crlf and line.endswith("\\")
                          and (number + 1 < len(lines) or self.final_newline))
-            segments.append((sum(map(len, pieces)), number))
+            segments.append((width, number))
             pieces.append(line[:-1] if continued else line)
+            width += len(pieces[-1])
             if not continued or number + 1 == len(lines):
                 self.logical.append("".join(pieces))
                 self._segments.append(segments)
-                pieces, segments = [], []
+                pieces, segments, width = [], [], 0
 
     def physical(self, line, column):
         """The physical (line, column) of a logical one (both 0-based)."""
         if line >= len(self._segments):
             return len(self.lines), 0
         segments = self._segments[line]
-        start, number = next(segment for segment in reversed(segments) if segment[0] <= column)
+        at = bisect.bisect_right(segments, (column, len(self.lines))) - 1  # the last start <= column
+        start, number = segments[max(at, 0)]
         return number, column - start
 
     def offset(self, line, column):
@@ -662,6 +665,19 @@ class PoFile:
         """
         return self._layout.physical(*entry._msgstr[0])[0] + 1
 
+    def header_field(self, name):
+        """The value of the header's first field of this name, in any case (`Content-type`
+        is `Content-Type`), stripped; None when there is none.
+
+        Example:
+        >>> parse_po('msgid ""\\nmsgstr "Content-type: text/plain; charset=UTF-8\\\\n"\\n'
+        ...          ).header_field("Content-Type")
+        'text/plain; charset=UTF-8'
+        """
+        wanted = name.lower()
+        return next((value for field, value in self.metadata.items()
+                     if field.lower() == wanted), None)
+
     @property
     def metadata(self):
         """The header's fields, `{"Language": "de", ...}`, in order (a copy; the first of two
@@ -675,9 +691,9 @@ class PoFile:
         return fields
 
     def set_header_fields(self, changes):
-        """Sets header fields: each replaces the value of the first line of its name, or is
-        added at the end; every other line of the header stays as it was. The header is
-        created at the top when there is none.
+        """Sets header fields: each replaces the value of the first line of its name (in any
+        case, spelled as the file spells it), or is added at the end; every other line of the
+        header stays as it was. The header is created at the top when there is none.
 
         Args:
             changes: `{name: value}`.
@@ -694,8 +710,9 @@ class PoFile:
         lines = old.split("\n")
         for name, text in changes.items():
             for index, line in enumerate(lines):
-                if line.partition(":")[0].strip() == name and ":" in line:
-                    lines[index] = f"{name}: {text}"
+                written = line.partition(":")[0].strip()
+                if written.lower() == name.lower() and ":" in line:  # `Content-type` too
+                    lines[index] = f"{written}: {text}"
                     break
             else:
                 if lines and lines[-1]:  # the last field had no line end

@@ -624,3 +624,31 @@ def test_a_translated_plural_entry_with_the_wrong_number_of_forms_is_refused():
     with pytest.raises(ValueError, match=r"de\.po:9: 1 plural forms, but the header's Plural-Forms "
                                          r"says nplurals=2"):
         translate_catalog(catalog, FakeTranslator())
+
+
+@pytest.mark.parametrize("fill,charset", [("Öffnen", "iso-8859-1"), ("Öffnen €", "UTF-8")])
+def test_a_content_type_in_lower_case_is_the_catalogs_charset(tmp_path, fill, charset):
+    """`Content-type:` names the charset as `Content-Type:` does (gettext finds `charset=`
+    anywhere): a fill keeps it, or changes that very line, and existing text keeps its meaning."""
+    text = ('msgid ""\nmsgstr ""\n"Content-type: text/plain; charset=iso-8859-1\\n"\n'
+            '"Language: de\\n"\n\n#: a.c:1\nmsgid "Street"\nmsgstr "Straße"\n\nmsgid "Open"\nmsgstr ""\n')
+    source = tmp_path / "in.po"
+    source.write_bytes(text.encode("iso-8859-1"))
+    catalog = read_po(source)
+
+    class Fixed:
+        target_language = "de"
+
+        def translations(self, texts, beam_size=4, num_return=1, progress=False, format_flags=None):
+            return [[Translation(fill, -1.0)] for _ in texts]
+
+    translate_catalog(catalog, Fixed())
+    out = tmp_path / "out.po"
+    write_catalog(catalog, out)
+    written = out.read_bytes().decode(charset)
+    assert written.count("ontent-") == 1 and f'"Content-type: text/plain; charset={charset}\\n"' in written
+    compiled = tmp_path / "out.mo"
+    subprocess.run(["msgfmt", "--check", "--use-fuzzy", "-o", str(compiled), str(out)], check=True)
+    mo = polib.mofile(str(compiled), encoding=charset)  # what the program decodes with
+    assert mo.metadata["Content-type"] == f"text/plain; charset={charset}"
+    assert {e.msgid: e.msgstr for e in mo if e.msgid} == {"Street": "Straße", "Open": fill}
