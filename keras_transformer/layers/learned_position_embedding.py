@@ -74,10 +74,11 @@ class LearnedPositionEmbedding(keras.layers.Layer):
         length = shape[-2]
         self._check_fits(length, start_index)
         table = ops.convert_to_tensor(self.table)
-        if isinstance(start_index, int):
+        if isinstance(start_index, int) and isinstance(length, int):
             rows = ops.slice(table, (start_index, 0), (length, shape[-1]))  # (T, d)
         else:  # a gather, which a traced torch step keeps in its graph (ops.slice reads the
-            # start back to the host there)
+            # start back to the host there), and which takes a symbolic length (JAX's shape
+            # polymorphism, as in `model.export`: a slice of it cannot be bounded by the table)
             positions = ops.arange(length, dtype="int32") + ops.cast(start_index, "int32")
             rows = ops.take(table, positions, axis=0)  # (T, d)
         return ops.broadcast_to(ops.cast(rows, self.compute_dtype), shape)

@@ -256,5 +256,9 @@ class DecoderOnly(TransformerModel):
         hidden, caches = out
         return self.logits(hidden), caches
 
+    def input_signature(self):
+        """`InputSpec((None, None), "int32")`: token ids of any batch size and length."""
+        return keras.InputSpec(shape=(None, None), dtype="int32", name="ids")
+
     def compute_output_shape(self, ids_shape):
         return tuple(ids_shape) + (self.config.vocab_size,)

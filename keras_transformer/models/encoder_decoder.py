@@ -312,6 +312,11 @@ class EncoderDecoder(TransformerModel):
         memory_mask = masks.padding_mask(source, self.config.pad_id)
         return self.decode(target, memory, memory_mask, training=training)
 
+    def input_signature(self):
+        """`{"source", "target"}` int32 ids, each of any batch size and length."""
+        return {name: keras.InputSpec(shape=(None, None), dtype="int32", name=name)
+                for name in ("source", "target")}
+
     def compute_output_shape(self, inputs_shape):
         return tuple(inputs_shape["target"]) + (self.config.vocab_size,)
 

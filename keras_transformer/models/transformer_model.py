@@ -371,6 +371,29 @@ class TransformerModel(keras.Model):
         overrides = {k: v for k, v in overrides.items() if k not in MODEL_ARGUMENTS}
         return presets.override(arguments, overrides), model_arguments
 
+    # --- export ----------------------------------------------------------------
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
+               **kwargs):
+        """`keras.Model.export`, whose input signature defaults to this model's inputs:
+        int32 token ids of any batch size and length (a dict `{"source", "target"}` for an
+        `EncoderDecoder`). See `Model.export` for the formats and their arguments."""
+        if input_signature is None:
+            input_signature = [self.input_signature()]
+        return super().export(filepath, format=format, verbose=verbose,
+                              input_signature=input_signature, **kwargs)
+
+    def input_signature(self):
+        """The `keras.InputSpec` (or dict of them) of this model's inputs: int32 ids of
+        dynamic batch size and length."""
+        raise NotImplementedError
+
+    @property
+    def _default_save_signature(self):
+        # TensorFlow's SavedModel writer asks each model for a serving function of its own,
+        # which Keras makes with the compute dtype (float32 ids, which this model refuses).
+        # The exported endpoints carry the real signature.
+        return None
+
     # --- low-rank adaptation (keras_transformer.models.lora) ------------------
     def default_lora_layer_names(self):
         """The layers `enable_lora` adapts by default: the attention projections of queries,
