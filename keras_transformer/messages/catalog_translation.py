@@ -297,7 +297,7 @@ def check_catalog(catalog):
 
 
 def catalog_problems(catalog):
-    """Every existing translation `msgfmt --check` refuses, as `check_catalog` names them.
+    r"""Every existing translation `msgfmt --check` refuses, as `check_catalog` names them.
 
     Args:
         catalog: a `PoFile`.
@@ -309,6 +309,12 @@ def catalog_problems(catalog):
 
     Raises:
         ValueError: the header's Plural-Forms cannot be evaluated.
+
+    Example:
+    >>> from keras_transformer.messages.po_file import parse_po
+    >>> list(catalog_problems(parse_po('msgid ""\nmsgstr "Language: de\\n"\n\n'
+    ...                                'msgid "Done\\n"\nmsgstr "Fertig"\n')))
+    [(5, "'msgid' and 'msgstr' entries do not both end with '\\n'")]
     """
     _require_po_file(catalog)
     checked = [entry for entry in catalog.entries if is_checked(entry)]

@@ -326,6 +326,11 @@ class PluralRule:
         """How many counts from `low` to `high` take this form, as gettext counts them for a
         `range:` flag (at most the 1001 counts from `low`; a negative `low` counts from 0).
 
+        Args:
+            form: a form index.
+            low: the first count.
+            high: the last count.
+
         Example:
         >>> PluralRule.parse("nplurals=2; plural=(n != 1);").counts_taking(0, 0, 5000)
         1

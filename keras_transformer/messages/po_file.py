@@ -658,6 +658,9 @@ class PoFile:
         """The 1-based line of an entry's first `msgstr` keyword, where msgfmt reports the
         problems of its translation.
 
+        Args:
+            entry: one of `entries`.
+
         Example:
         >>> po = parse_po('msgid "a"\\nmsgid_plural "as"\\nmsgstr[0] "b"\\nmsgstr[1] "bs"\\n')
         >>> po.entries[0].line, po.msgstr_line(po.entries[0])
@@ -668,6 +671,9 @@ class PoFile:
     def header_field(self, name):
         """The value of the header's first field of this name, in any case (`Content-type`
         is `Content-Type`), stripped; None when there is none.
+
+        Args:
+            name: the field's name.
 
         Example:
         >>> parse_po('msgid ""\\nmsgstr "Content-type: text/plain; charset=UTF-8\\\\n"\\n'

@@ -374,9 +374,24 @@ class TransformerModel(keras.Model):
     # --- export ----------------------------------------------------------------
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
                **kwargs):
-        """`keras.Model.export`, whose input signature defaults to this model's inputs:
-        int32 token ids of any batch size and length (a dict `{"source", "target"}` for an
-        `EncoderDecoder`). See `Model.export` for the formats and their arguments."""
+        """`keras.Model.export`, whose input signature defaults to this model's inputs.
+
+        The default is `input_signature()`: int32 token ids of any batch size and
+        length (a dict `{"source", "target"}` for an `EncoderDecoder`). The forward
+        pass exports (logits); the cached decode loop of `generate` does not.
+
+        Args:
+            filepath: where to write the export.
+            format: an export format of Keras (`"tf_saved_model"`, ...).
+            verbose: whether to print what was written.
+            input_signature: the inputs' specs; None: `input_signature()`.
+            **kwargs: further arguments of `keras.Model.export`.
+
+        Example:
+        >>> import tempfile, keras_transformer as kt
+        >>> model = kt.DecoderOnly.from_preset("gpt2_tiny")
+        >>> model.export(tempfile.mkdtemp() + "/served", verbose=False)  # doctest: +SKIP
+        """
         if input_signature is None:
             input_signature = [self.input_signature()]
         return super().export(filepath, format=format, verbose=verbose,
@@ -431,6 +446,9 @@ class TransformerModel(keras.Model):
     def save_lora_weights(self, filepath):
         """Writes the LoRA adapters (not the frozen weights) to `filepath`, a `.lora.h5` file.
 
+        Args:
+            filepath: the file to write; its name ends in `.lora.h5`.
+
         Raises:
             ValueError: LoRA is not enabled, or the name does not end in `.lora.h5`.
         """
@@ -439,6 +457,9 @@ class TransformerModel(keras.Model):
     def load_lora_weights(self, filepath):
         """Loads adapters `save_lora_weights` wrote, enabling LoRA on the same layers first
         when this model has none.
+
+        Args:
+            filepath: a `.lora.h5` file `save_lora_weights` wrote.
 
         Raises:
             ValueError: the file is not such a file, holds adapters of another rank than
