@@ -52,6 +52,24 @@ def compilations(model):
     return sum(loop.traces for loop in model.__dict__.get("_decode_functions", {}).values())
 
 
+def clear_compiled(model):
+    """Forgets the model's compiled decode loops, which captured its variables: after
+    `quantize` or `enable_lora` (new variables), the next `generate` compiles afresh.
+
+    Args:
+        model: a `DecoderOnly` or `EncoderDecoder`.
+
+    Example:
+    >>> import numpy as np, keras_transformer as kt
+    >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
+    >>> _ = gpt.generate(np.array([[5, 6, 7]]), max_new_tokens=2)
+    >>> clear_compiled(gpt)
+    >>> compilations(gpt)
+    0
+    """
+    model.__dict__.pop("_decode_functions", None)
+
+
 def _compiled(model, settings, build):
     """The compiled loop for `settings`, built (and kept on the model) on first use."""
     functions = model.__dict__.setdefault("_decode_functions", {})

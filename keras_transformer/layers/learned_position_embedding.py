@@ -74,11 +74,14 @@ class LearnedPositionEmbedding(keras.layers.Layer):
         length = shape[-2]
         self._check_fits(length, start_index)
         table = ops.convert_to_tensor(self.table)
-        if isinstance(start_index, int) and isinstance(length, int):
+        # A length that is neither a number nor a tensor is a symbolic dimension (JAX's shape
+        # polymorphism, as in `model.export`), which a slice cannot bound by the table.
+        symbolic = not isinstance(length, int) and not ops.is_tensor(length)
+        if isinstance(start_index, int) and not symbolic:
+            # A slice: an unknown length past the table raises at run time (TensorFlow).
             rows = ops.slice(table, (start_index, 0), (length, shape[-1]))  # (T, d)
         else:  # a gather, which a traced torch step keeps in its graph (ops.slice reads the
-            # start back to the host there), and which takes a symbolic length (JAX's shape
-            # polymorphism, as in `model.export`: a slice of it cannot be bounded by the table)
+            # start back to the host there)
             positions = ops.arange(length, dtype="int32") + ops.cast(start_index, "int32")
             rows = ops.take(table, positions, axis=0)  # (T, d)
         return ops.broadcast_to(ops.cast(rows, self.compute_dtype), shape)

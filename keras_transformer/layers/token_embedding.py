@@ -5,10 +5,11 @@ import math
 import keras
 from keras import ops
 
-from keras.src.quantizers.quantization_config import QuantizationConfig
-
 from keras_transformer import validation
 from keras_transformer.layers.sublayer_call import invoke
+
+
+_KERAS_ONLY = ("input_dim", "output_dim", "embeddings_initializer")  # ReversibleEmbedding's names
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -21,16 +22,17 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
     GPT-2 ties the output projection to the token embedding but does not scale.
 
     It is Keras' `ReversibleEmbedding` with tied weights (one matrix,
-    `embeddings`), so what Keras offers there works here: `quantize("int8")`
-    or `"int4"` quantizes the table and the tied projection, `enable_lora`
-    adds low-rank adapters to it.
+    `embeddings`), so `quantize("int8")` or `"int4"` quantizes the table and
+    the tied projection. Logits come in the compute dtype unless
+    `reverse_dtype` asks for another (`"float32"` under a mixed policy).
 
     Args:
         vocab_size: number of rows (token ids `0 .. vocab_size - 1`).
         d_model: width of each embedding vector.
         scale: multiply embeddings by `sqrt(d_model)` (paper: True, GPT-2: False).
         initializer: initializer of the table (default normal, stddev 0.02).
-        **kwargs: base `keras.layers.Layer` arguments.
+        **kwargs: base `keras.layers.Layer` arguments, and `ReversibleEmbedding`'s
+            `reverse_dtype` and `logit_soft_cap`.
 
     Call arguments:
         ids: int tensor `(batch, T)`; with `reverse=True`, hidden states
@@ -53,8 +55,11 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
     def __init__(self, vocab_size, d_model, scale=False, initializer=None, **kwargs):
         vocab_size = validation.check_int("vocab_size", vocab_size)
         d_model = validation.check_int("d_model", d_model)
-        for keras_only in ("input_dim", "output_dim", "tie_weights"):
-            kwargs.pop(keras_only, None)  # written by ReversibleEmbedding's get_config: ours rule
+        if not kwargs.pop("tie_weights", True):
+            raise ValueError("`tie_weights` must be True: a TokenEmbedding is its own output "
+                             "projection (an untied model has an output_projection layer).")
+        for keras_only in _KERAS_ONLY:
+            kwargs.pop(keras_only, None)  # ReversibleEmbedding's names of our arguments
         super().__init__(
             vocab_size,
             d_model,
@@ -71,6 +76,17 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
     def initializer(self):
         return self.embeddings_initializer
 
+    @property
+    def reverse_dtype(self):
+        """The dtype of the projection to logits: the given one, else the compute dtype (Keras
+        keeps the table out of autocasting, which would give float32 logits under a mixed
+        policy; `reverse_dtype="float32"` asks for them)."""
+        return self._reverse_dtype or self.compute_dtype
+
+    @reverse_dtype.setter
+    def reverse_dtype(self, value):
+        self._reverse_dtype = value
+
     def call(self, ids, reverse=False):
         return self._embed_or_project(super().call, ids, reverse)
 
@@ -80,16 +96,11 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
         return self._embed_or_project(super().quantized_call, ids, reverse)
 
     def _embed_or_project(self, lookup, ids, reverse):
-        if reverse and self.quantization_mode is None and self.reverse_dtype is None:
-            # Logits in the compute dtype (Keras keeps the table out of autocasting, which
-            # would give float32 logits under a mixed policy); reverse_dtype="float32" asks
-            # for float32 ones.
-            kernel = ops.cast(self.embeddings, self.compute_dtype)
-            return ops.matmul(ids, ops.transpose(kernel))  # (batch, T, vocab_size)
         if reverse:
-            return lookup(ids, reverse=True)
+            logits = lookup(ids, reverse=True)  # (batch, T, vocab_size)
+            return logits if self._reverse_dtype else ops.cast(logits, self.compute_dtype)
         validation.check_token_ids("ids", ids, self.vocab_size)
-        hidden = lookup(ids)  # (batch, T, d_model)
+        hidden = ops.cast(lookup(ids), self.compute_dtype)  # (batch, T, d_model)
         if self.scale:
             hidden = hidden * ops.cast(math.sqrt(self.d_model), self.compute_dtype)
         return hidden
@@ -113,13 +124,14 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
         # without a config (from a saved model's dtype policies), but `quantize("int4")` does
         # not (Int4QuantizationConfig's default, as for Dense): without a config, take that
         # default, so that a reloaded model computes what the saved one did.
-        self.inputs_quantizer = QuantizationConfig.activation_quantizer_or_default(config, None)
+        self.inputs_quantizer = config.activation_quantizer if config is not None else None
 
     def get_config(self):
         config = super().get_config()
-        for keras_only in ("input_dim", "output_dim", "tie_weights", "embeddings_initializer"):
+        for keras_only in _KERAS_ONLY + ("tie_weights",):
             config.pop(keras_only, None)
         config.update(
+            reverse_dtype=self._reverse_dtype,
             vocab_size=self.vocab_size,
             d_model=self.d_model,
             scale=self.scale,

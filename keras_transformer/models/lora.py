@@ -20,8 +20,11 @@ all that fine-tuning changes, and all that `save_lora_weights` needs to carry.
 import os
 
 import h5py
+import keras
 import numpy as np
 from keras import ops
+
+from keras_transformer.generation.decoding import clear_compiled
 
 _SUFFIX = ".lora.h5"
 
@@ -43,9 +46,20 @@ def lora_layers(model):
     return [by_path[path] for path in getattr(model, "_lora_paths", ())]
 
 
+def _takes_lora(layer):
+    """The projections LoRA adapts here: Dense and EinsumDense (kernels `lora_kernel_a/b`)."""
+    return isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense))
+
+
 def _target_layers(model, names):
     return [layer for layer in model._flatten_layers(include_self=False)
-            if layer.name in names and hasattr(layer, "enable_lora")]
+            if layer.name in names and _takes_lora(layer)]
+
+
+def _adapter_shapes(layer, rank):
+    """The shapes of a projection's `lora_kernel_a` and `lora_kernel_b` at this rank."""
+    d_in, d_out = layer.kernel.shape[0], layer.kernel.shape[-1]  # int4 kernels come unpacked
+    return (int(d_in), rank), (rank, int(d_out))
 
 
 def enable_lora(model, rank, target_layer_names):
@@ -67,7 +81,7 @@ def enable_lora(model, rank, target_layer_names):
     targets = _target_layers(model, set(target_layer_names))
     if not targets:
         available = sorted({layer.name for layer in model._flatten_layers(include_self=False)
-                            if hasattr(layer, "enable_lora")})
+                            if _takes_lora(layer)})
         raise ValueError(f"`target_layer_names` {list(target_layer_names)} names no layer of "
                          f"this model that takes LoRA; its layers are named {available}.")
     model.trainable = True
@@ -81,6 +95,7 @@ def enable_lora(model, rank, target_layer_names):
     # Paths, not the layers: a built model takes no new tracked sublayers.
     model._lora_paths = tuple(_relative_path(model, layer) for layer in targets)
     model._lora_rank = int(rank)
+    clear_compiled(model)  # its decode loops captured the variables of before
 
 
 def save_lora_weights(model, filepath):
@@ -128,38 +143,42 @@ def _read(filepath):
 
 def load_lora_weights(model, filepath):
     """Loads adapters `save_lora_weights` wrote onto a model of the same shape, enabling
-    LoRA on the same layers first when the model has none."""
+    LoRA on the same layers first when the model has none. Everything is checked before the
+    model changes: a refused file leaves it as it was."""
     rank, model_name, adapters = _read(filepath)
+    name = os.fspath(filepath)
     if model_name != type(model).__name__:
-        raise ValueError(f"{os.fspath(filepath)!r} holds LoRA weights of a {model_name}; this "
-                         f"model is a {type(model).__name__}.")
+        raise ValueError(f"{name!r} holds LoRA weights of a {model_name}; this model is a "
+                         f"{type(model).__name__}.")
     by_path = _layers_by_path(model)
-    missing = sorted(set(adapters) - set(by_path))
+    missing = sorted(path for path in adapters
+                     if path not in by_path or not _takes_lora(by_path[path]))
     if missing:
-        raise ValueError(f"{os.fspath(filepath)!r} holds LoRA weights for layers this model "
-                         f"lacks: {missing[:5]}; it was saved from another model.")
-    if lora_layers(model):
+        raise ValueError(f"{name!r} holds LoRA weights for layers this model lacks: "
+                         f"{missing[:5]}; it was saved from another model.")
+    enabled = lora_layers(model)
+    if enabled:
         if model._lora_rank != rank:
-            raise ValueError(f"{os.fspath(filepath)!r} holds rank-{rank} adapters, but LoRA is "
-                             f"enabled here with rank {model._lora_rank}; both must match.")
-        enabled = set(model._lora_paths)
-        if enabled != set(adapters):
-            raise ValueError(f"{os.fspath(filepath)!r} holds adapters for other layers than the "
-                             f"ones LoRA is enabled on here: {sorted(set(adapters) ^ enabled)[:5]}.")
-    for path, (name, alpha, a, b) in adapters.items():
-        layer = by_path[path]
-        expected = (layer.lora_kernel_a.shape, layer.lora_kernel_b.shape) if layer.lora_enabled \
-            else None
-        if expected is not None and (tuple(expected[0]), tuple(expected[1])) != (a.shape, b.shape):
-            raise ValueError(f"{os.fspath(filepath)!r}: the adapters of {path} have shapes "
-                             f"{a.shape} and {b.shape}; this model's have {tuple(expected[0])} "
-                             f"and {tuple(expected[1])}. It was saved from another model.")
-    if not lora_layers(model):
-        names = sorted({name for name, *_ in adapters.values()})
+            raise ValueError(f"{name!r} holds rank-{rank} adapters, but LoRA is enabled here "
+                             f"with rank {model._lora_rank}; both must match.")
+        if set(model._lora_paths) != set(adapters):
+            raise ValueError(f"{name!r} holds adapters for other layers than the ones LoRA is "
+                             f"enabled on here: {sorted(set(adapters) ^ set(model._lora_paths))[:5]}.")
+    for path, (_, _, a, b) in adapters.items():
+        expected = _adapter_shapes(by_path[path], rank)
+        if (a.shape, b.shape) != expected:
+            raise ValueError(f"{name!r}: the adapters of {path} have shapes {a.shape} and "
+                             f"{b.shape}; this model's have {expected[0]} and {expected[1]}. It "
+                             "was saved from another model.")
+    if not enabled:
+        names = sorted({layer_name for layer_name, *_ in adapters.values()})
+        if {_relative_path(model, layer) for layer in _target_layers(model, names)} != set(adapters):
+            raise ValueError(f"{name!r} holds adapters for some of the layers named {names} "
+                             "only; enable LoRA on those layers first.")
         enable_lora(model, rank, names)
-        return load_lora_weights(model, filepath)  # now with shapes to check
-    for path, (name, alpha, a, b) in adapters.items():
+    for path, (_, alpha, a, b) in adapters.items():
         layer = by_path[path]
         layer.lora_alpha = alpha
         layer.lora_kernel_a.assign(a)
         layer.lora_kernel_b.assign(b)
+    clear_compiled(model)

@@ -4,15 +4,16 @@ import inspect
 
 import keras
 
+from keras_transformer.generation.decoding import clear_compiled
 from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
 from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
 from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.token_embedding import TokenEmbedding
-from keras_transformer.models import lora
 from keras_transformer.layers.transformer_block import TransformerBlock
 from keras_transformer.models import host_checks
+from keras_transformer.models import lora
 from keras_transformer.models import presets
 from keras_transformer.models.backend_neutral_config import backend_neutral
 from keras_transformer.training.schedule_from_fit import ScheduleFromFit
@@ -371,6 +372,12 @@ class TransformerModel(keras.Model):
         overrides = {k: v for k, v in overrides.items() if k not in MODEL_ARGUMENTS}
         return presets.override(arguments, overrides), model_arguments
 
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize`; the next `generate` compiles its decode loop afresh (the
+        loops compiled before captured the float weights)."""
+        super().quantize(mode, config=config, filters=filters, **kwargs)
+        clear_compiled(self)
+
     # --- export ----------------------------------------------------------------
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
                **kwargs):
@@ -404,10 +411,14 @@ class TransformerModel(keras.Model):
 
     @property
     def _default_save_signature(self):
-        # TensorFlow's SavedModel writer asks each model for a serving function of its own,
-        # which Keras makes with the compute dtype (float32 ids, which this model refuses).
-        # The exported endpoints carry the real signature.
-        return None
+        # TensorFlow's SavedModel writer (the TensorFlow backend only) asks each model for a
+        # serving function; Keras' default feeds it ids of the compute dtype (float32), which
+        # this model refuses. This one takes `input_signature()`.
+        import tensorflow as tf
+
+        spec = keras.tree.map_structure(lambda s: tf.TensorSpec(s.shape, s.dtype),
+                                  self.input_signature())
+        return tf.function(lambda inputs: self(inputs), input_signature=[spec])
 
     # --- low-rank adaptation (keras_transformer.models.lora) ------------------
     def default_lora_layer_names(self):

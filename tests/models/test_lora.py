@@ -75,6 +75,7 @@ def test_saving_merges_the_adapters_and_the_adapters_travel_alone(build, tmp_pat
     model.enable_lora(2)
     _train(model, inputs)
     tuned = _logits(model, inputs)
+    assert not np.allclose(tuned, _logits(base, inputs))  # what follows carries a change
 
     merged_file = str(tmp_path / "merged.keras")
     model.save(merged_file)
@@ -95,16 +96,59 @@ def test_saving_merges_the_adapters_and_the_adapters_travel_alone(build, tmp_pat
     np.testing.assert_allclose(_logits(again, inputs), tuned, atol=1e-5, rtol=0)
 
 
-def test_a_lora_model_can_be_quantized_as_keras_allows():
-    """Keras quantizes the frozen kernel and keeps the adapters in float32 (QLoRA's layout)."""
+def _set_adapters(model, seed=1):
+    """Adapters large enough to change every output (as after a long fine-tune)."""
+    rng = np.random.default_rng(seed)
+    for layer in model._flatten_layers():
+        if getattr(layer, "lora_enabled", False):
+            layer.lora_kernel_b.assign(rng.normal(0, 0.5, layer.lora_kernel_b.shape))
+
+
+def test_a_lora_model_can_be_quantized_as_keras_allows(tmp_path):
+    """Keras quantizes the frozen kernel and keeps the adapters in float32 (QLoRA's layout);
+    the saved model holds the merged kernels, quantized again."""
+    keras.utils.set_random_seed(0)
     model = _llama()
     inputs = _inputs(model)
     model.enable_lora(2)
-    _train(model, inputs, steps=1)
+    _set_adapters(model)
     tuned = _logits(model, inputs)
     model.quantize("int8")
-    assert all(layer.lora_enabled for layer in model._flatten_layers() if layer.name == "qkv")
-    assert np.abs(_logits(model, inputs) - tuned).max() < 0.05 * np.abs(tuned).max()
+    adapted = [layer for layer in model._flatten_layers() if layer.name == "qkv"]
+    assert all(layer.lora_enabled and layer.quantization_mode == "int8" for layer in adapted)
+    assert all(keras.backend.standardize_dtype(layer.lora_kernel_a.dtype) == "float32"
+               for layer in adapted)
+    quantized = _logits(model, inputs)
+    assert np.abs(quantized - tuned).max() < 0.05 * np.abs(tuned).max()
+    path = str(tmp_path / "qlora.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert all(layer.quantization_mode == "int8" and not layer.lora_enabled
+               for layer in restored._flatten_layers() if layer.name == "qkv")
+    assert np.abs(_logits(restored, inputs) - tuned).max() < 0.05 * np.abs(tuned).max()
+
+
+@pytest.mark.parametrize("change", ["enable_lora", "quantize"])
+def test_generate_after_enable_lora_or_quantize_uses_the_new_weights(change, tmp_path):
+    """The decode loop compiled before captured the old variables: it must not be reused."""
+    base = _llama()
+    path = str(tmp_path / "base.keras")
+    base.save(path)
+    prompts = _inputs(base)[:, :3]
+    used = keras.saving.load_model(path)
+    used.generate(prompts, max_new_tokens=5)  # compiles a loop for these shapes
+    fresh = keras.saving.load_model(path)
+    for model in (used, fresh):
+        keras.utils.set_random_seed(0)
+        if change == "enable_lora":
+            model.enable_lora(2)
+            _set_adapters(model)
+        else:
+            model.quantize("int8")
+    expected = fresh.generate(prompts, max_new_tokens=5)
+    np.testing.assert_array_equal(used.generate(prompts, max_new_tokens=5), expected)
+    if change == "enable_lora":  # the adapters change what is generated
+        assert not np.array_equal(expected, base.generate(prompts, max_new_tokens=5))
 
 
 @pytest.mark.parametrize("call,pattern", [
@@ -115,6 +159,8 @@ def test_a_lora_model_can_be_quantized_as_keras_allows():
      r"`target_layer_names` \['attention'\] names no layer of this model that takes LoRA; "
      r"its layers are named \[.*'qkv'"),
     (lambda m, p: m.enable_lora(2, "qkv"), r"`target_layer_names` must be a list of layer names"),
+    (lambda m, p: m.enable_lora(2, ["token_embedding"]),
+     r"`target_layer_names` \['token_embedding'\] names no layer of this model that takes LoRA"),
     (lambda m, p: m.save_lora_weights(p / "a.lora.h5"), r"no LoRA adapters to save; call enable_lora"),
     (lambda m, p: m.load_lora_weights(p / "missing.lora.h5"), r"cannot read LoRA weights from"),
 ])
@@ -141,6 +187,13 @@ def test_lora_twice_another_rank_another_model_and_a_bad_name_are_refused(tmp_pa
     with pytest.raises(ValueError, match=r"the adapters of block_0/self_attention/qkv have shapes "
                                          r"\(32, 2\) and \(2, 64\); this model's have \(64, 2\)"):
         wider.load_lora_weights(path)
+    shallower = kt.DecoderOnly.from_preset("llama_tiny", num_layers=1)
+    with pytest.raises(ValueError, match=r"holds LoRA weights for layers this model lacks: "
+                                         r"\['block_1/self_attention/qkv'\]"):
+        shallower.load_lora_weights(path)
+    for refused in (wider, shallower):  # a refused file leaves the model as it was
+        assert not any(getattr(layer, "lora_enabled", False) for layer in refused._flatten_layers())
+        assert len(refused.trainable_weights) == len(refused.weights)
     with pytest.raises(ValueError, match=r"holds LoRA weights of a DecoderOnly; this model is a "
                                          r"EncoderDecoder"):
         _transformer().load_lora_weights(path)

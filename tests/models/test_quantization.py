@@ -48,6 +48,7 @@ def _dense_paths(model):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("build", [_decoder_only, _encoder_decoder], ids=["DecoderOnly", "EncoderDecoder"])
 def test_a_quantized_model_saves_and_loads_to_the_same_outputs(build, mode, tmp_path):
+    keras.utils.set_random_seed(0)  # the quantization error depends on the draw
     model = build()
     inputs = _inputs(model, np.random.default_rng(0))
     before = ops.convert_to_numpy(model(inputs))
@@ -60,7 +61,8 @@ def test_a_quantized_model_saves_and_loads_to_the_same_outputs(build, mode, tmp_
     assert set(quantized) == expected_paths and set(quantized.values()) == {mode}
     logits = ops.convert_to_numpy(model(inputs))
     assert not np.array_equal(logits, before)  # the weights really changed
-    # ... and still approximate them (measured on these models: int8 1.6%, float8 5.6%, int4 22%)
+    # ... and still approximate them (these models under seed 0, on the three backends:
+    # int8 at most 1.8%, float8 7.3%, int4 22% of the largest logit)
     assert np.abs(logits - before).max() < TOLERANCE[mode] * np.abs(before).max()
     generated = _generate(model, inputs)
 
