@@ -374,7 +374,14 @@ class TransformerModel(keras.Model):
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """`keras.Model.quantize`; the next `generate` compiles its decode loop afresh (the
-        loops compiled before captured the float weights)."""
+        loops compiled before captured the float weights).
+
+        Args:
+            mode: `"int8"`, `"int4"`, `"float8"`, `"gptq"` or `"awq"`.
+            config: a Keras `QuantizationConfig`, or None for the mode's default.
+            filters: which layers to quantize (Keras' regex, list or callable).
+            **kwargs: further arguments of `keras.Model.quantize`.
+        """
         super().quantize(mode, config=config, filters=filters, **kwargs)
         clear_compiled(self)
 
