@@ -173,10 +173,10 @@ def _header_rule(catalog, needed):
             or without plural entries), or one of them is missing and `needed` (the catalog
             has plural entries that need the rule).
     """
-    text = catalog.header.msgstr[0] if catalog.header is not None else ""
+    text = _header_text(catalog)
     count_at, expression_at = text.find("nplurals="), text.find("plural=")
-    count = text[count_at + len("nplurals="):].lstrip(" \t\n\v\f\r")  # C's isspace
-    if count_at < 0 and expression_at < 0 or count_at >= 0 and _is_template(count):
+    count = _count_text(text)
+    if count_at < 0 and expression_at < 0 or count.startswith(_TEMPLATE_PLURAL_FORMS):
         return None
     if count_at < 0 or expression_at < 0:
         if not needed:
@@ -197,9 +197,13 @@ def _header_rule(catalog, needed):
                          "'Plural-Forms: nplurals=2; plural=(n != 1);') or remove it.") from None
 
 
-def _is_template(count):
-    """Whether `nplurals=` is followed by the .pot placeholder `INTEGER`."""
-    return count.startswith(_TEMPLATE_PLURAL_FORMS)
+def _header_text(catalog):
+    return catalog.header.msgstr[0] if catalog.header is not None else ""
+
+
+def _count_text(text):
+    """What follows the header's first `nplurals=`, after C's white space ("" without one)."""
+    return text.partition("nplurals=")[2].lstrip(" \t\n\v\f\r")
 
 
 def _plural_rule(catalog, language, needed):
@@ -208,8 +212,7 @@ def _plural_rule(catalog, language, needed):
     `nplurals=INTEGER` is still replaced by the language's rule when one is known (msgfmt
     --check refuses the placeholder)."""
     rule = _header_rule(catalog, needed)
-    header = catalog.header.msgstr[0] if catalog.header is not None else ""
-    template = _is_template(header.partition("nplurals=")[2].lstrip(" \t\n\v\f\r"))
+    template = _count_text(_header_text(catalog)).startswith(_TEMPLATE_PLURAL_FORMS)
     if rule is not None or not needed and not template:
         return (rule if needed else None), None
     try:
