@@ -63,13 +63,37 @@ _TOKEN = re.compile(
 _SIMPLE_LINE = re.compile(
     r'(?:(msgctxt|msgid_plural|msgid|msgstr)|msgstr\[(0|[1-9]\d*)\])?(?(1) |(?(2) |))'
     r'"([^"\\]*(?:\\.[^"\\]*)*)"\Z')
+_BLANKS = re.compile(r"[ \t\f\v\r]*")
 _FUZZY = "fuzzy"
 _FLAG_SEPARATORS = re.compile(r"[\n \t\r\f\v,]+")  # gettext's: `#, fuzzy c-format` is two flags
 _MO_MAGIC = (b"\xde\x12\x04\x95", b"\x95\x04\x12\xde")
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def printable(text):
+    r"""The text with its control characters, line separators and undecoded bytes (surrogate
+    escapes) written as escapes, so that a message naming them is one printable line.
+
+    Example:
+    >>> printable("a\0b\tc\udce9")
+    'a\\x00b\\x09c\\xe9'
+    """
+    def escape(match):
+        code = ord(match.group())
+        if 0xDC80 <= code <= 0xDCFF:  # a byte the charset could not decode
+            return f"\\x{code - 0xDC00:02x}"
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _CONTROL.sub(escape, text)
+
+
 class PoSyntaxError(ValueError):
-    """A catalog `msgfmt --check` would refuse; the message starts with `file:line: `."""
+    """A catalog `msgfmt --check` would refuse; the message starts with `file:line: ` and is one
+    printable line (control characters in it are escaped, see `printable`)."""
+
+    def __init__(self, message, *args):
+        super().__init__(printable(str(message)), *args)
 
 
 @dataclasses.dataclass
@@ -107,7 +131,7 @@ class PoEntry:
     # (line, column) of its first msgstr keyword, and of the end of its last msgstr string:
     # the text a new translation replaces.
     _msgstr: tuple = dataclasses.field(default=((0, 0), (0, 0)), init=False, repr=False)
-    _flag_line: int = dataclasses.field(default=None, init=False, repr=False)  # last `#,` line
+    _flag_at: tuple = dataclasses.field(default=None, init=False, repr=False)  # (line, column) of the last `#,`
     # The line after its last translator comment, or _start.
     _comment_end: int = dataclasses.field(default=0, init=False, repr=False)
     # Where its first keyword starts when another entry's tokens precede it on that line.
@@ -206,7 +230,7 @@ class _Pending:
     start: int
     comment_end: int
     flags: list
-    flag_line: int = None
+    flag_at: tuple = None
     obsolete: bool = None
     keywords: int = None
     fields: dict = dataclasses.field(default_factory=dict)  # keyword -> (first line, parts)
@@ -218,19 +242,32 @@ class _Pending:
     end: tuple = None  # (line, column) after its last token
 
 
-class _Reader:
-    """Reads the lines of a decoded catalog into `PoEntry`s."""
+@dataclasses.dataclass
+class _Previous:
+    """The `#|` lines being read: an entry's previous msgctxt, msgid and msgid_plural, which
+    msgfmt reads as tokens (po-gram-gen.y's `prev`), before the entry's first keyword."""
 
-    def __init__(self, layout, name, charset):
+    obsolete: bool  # `#~|`: they must be followed by an obsolete entry
+    last: str = None  # the keyword the strings being read belong to
+    strings: int = 0  # how many strings it has so far
+
+
+class _Reader:
+    """Reads the lines of a decoded catalog into `PoEntry`s, token by token as GNU gettext's
+    po-lex.c does: `#~` makes the rest of a line obsolete and `#|` previous, wherever they
+    stand; any other `#` starts a comment that runs to the end of the line."""
+
+    def __init__(self, layout, name, charset, stop_at_header=False):
         self.layout, self.lines = layout, layout.logical
         self.name, self.charset = name, charset
         self.undecodable = None  # a pattern of the bytes the charset could not decode, if any
-        self.previous_obsolete = None  # whether a pending `#|` comment was `#~|`
+        self.stop_at_header = stop_at_header  # stop reading once the header entry is read
+        self.previous = None  # the `#|` lines being read, a `_Previous`
         self.entries = []
         self.pending = None
         self.comment_start = None
         self.comment_end = None
-        self.flags, self.flag_line = [], None
+        self.flags, self.flag_at = [], None  # flag_at: (line, column) of the last `#,`
         self.seen = {}
 
     def location(self, number, column=None):
@@ -244,78 +281,156 @@ class _Reader:
 
     def read(self):
         for number, line in enumerate(self.lines):
-            stripped = line.lstrip(" \t\f\v\r")
-            if stripped.startswith("#~"):
-                rest = stripped[2:]
-                if rest.startswith("|"):
-                    self.comment(number, "|", obsolete=True)
-                    continue
-                self.tokens(number, rest, obsolete=True, offset=len(line) - len(rest))
-            elif stripped.startswith("#"):
-                self.comment(number, stripped[1:2])
-            else:
-                self.tokens(number, line, obsolete=False, offset=0)
-            comment = stripped.startswith("#") and not (
-                stripped.startswith("#~") and not stripped.startswith("#~|"))
-            if self.undecodable is not None and not comment:  # msgfmt reads comments as bytes
-                bad = self.undecodable.search(line)
+            comment_at = self.line(number, line)
+            if self.undecodable is not None:  # msgfmt reads comments as bytes
+                bad = self.undecodable.search(line, 0, comment_at)
                 if bad:
                     self.error(number, f"invalid multibyte sequence (the file is not "
                                f"{self.charset}, the charset its header declares)", bad.start())
+            if self.stop_at_header and any(entry.is_header for entry in self.entries[-1:]):
+                return self.entries
+        if self.previous is not None:
+            self.error(len(self.lines), "syntax error: #| lines without the entry they "
+                       "belong to after them")
         self.finish(len(self.lines))
         return self.entries
 
-    def comment(self, number, kind, obsolete=False):
-        if self.pending is not None and self.pending.last is not None:
+    def line(self, number, line):
+        """Reads one logical line; returns the column of its comment (its length if none)."""
+        obsolete = previous = False
+        position, tokens = 0, False
+        while True:
+            position = _BLANKS.match(line, position).end()
+            if line.startswith("#~", position):
+                obsolete, position = True, position + 2
+                if line.startswith("|", position):
+                    previous, position = True, position + 1
+                continue
+            if line.startswith("#|", position):
+                previous, position = True, position + 2
+                continue
+            if line.startswith("#", position):
+                self.comment(number, position, line[position + 1:], shared=tokens)
+                return position
+            if position == len(line):
+                return position
+            position = self.tokens(number, line, position, obsolete, previous)
+            tokens = True
+
+    def comment(self, number, column, text, shared):
+        """A comment (`text`: after its `#`); `shared`: tokens precede it on its line."""
+        if self.previous is not None:
+            self.error(number, "syntax error: a comment between the #| lines and their entry",
+                       column)
+        if self.pending is not None:  # it ends the entry being read
             self.finish(number)
-        if kind == "|":
-            self.previous_obsolete = obsolete
+        kind = text[:1]
+        at = number + 1 if shared else number  # a comment after tokens belongs to the next line
         if self.comment_start is None:
-            self.comment_start = number
-            self.comment_end = number
+            self.comment_start = at
+            self.comment_end = at
         if kind == ",":  # each `#,` line replaces the flags before it, as gettext reads them
-            self.flag_line = number
-            text = self.lines[number].lstrip()[2:]
-            self.flags = [flag for flag in _FLAG_SEPARATORS.split(text) if flag]
-        elif kind not in (":", ".", "|", "~"):
+            self.flag_at = (number, column)
+            self.flags = [flag for flag in _FLAG_SEPARATORS.split(text[1:]) if flag]
+        elif kind not in (":", "."):
             self.comment_end = number + 1
 
-    def tokens(self, number, text, obsolete, offset):
-        simple = _SIMPLE_LINE.match(text)  # most lines: `keyword "string"` or `"string"`
+    def tokens(self, number, text, position, obsolete, previous):
+        """Reads the tokens of a line from `position`; returns the column of the first `#`
+        outside a string, or the line's length."""
+        simple = _SIMPLE_LINE.match(text, position)  # most lines: `keyword "string"` or `"string"`
         if simple:
             keyword, index, body = simple.groups()
-            end = offset + len(text)
+            column, end = simple.start(3) - 1, len(text)
             if keyword or index:
-                self.keyword(number, keyword or "msgstr[]", offset, offset + simple.start(3) - 2,
-                             obsolete, None if index is None else int(index))
-            self.string(number, body, offset + simple.start(3) - 1, end, obsolete)
-            return
-        position = 0
+                self.token(number, keyword or "msgstr[]", None if index is None else int(index),
+                           position, column - 1, obsolete, previous)
+            self.token(number, None, body, column, end, obsolete, previous)
+            return end
         while True:
             match = _TOKEN.match(text, position)
             token = match.group()
-            column = offset + match.start() + len(token) - len(token.lstrip(" \t\f\v\r"))
+            column = match.start() + len(token) - len(token.lstrip(" \t\f\v\r"))
             kind = match.lastgroup
             if kind == "end":
-                return
+                return len(text)
             if kind == "open":
                 self.error(number, "end-of-line within string", column)
             if kind == "other":
                 word = match.group("other")
-                if word.startswith("#"):  # a comment after the tokens of a line
-                    if self.pending is not None and self.pending.last in (
-                            "msgctxt", "msgid", "msgid_plural"):
-                        self.error(self.pending.keywords, "missing 'msgstr' section")
-                    return
+                if word.startswith("#"):
+                    return column
                 self.error(number, f"syntax error: unexpected {word[:20]!r}", column)
-            end = offset + match.end()
             if kind == "string":
-                self.string(number, match.group("string"), column, end, obsolete)
+                self.token(number, None, match.group("string"), column, match.end(), obsolete,
+                           previous)
             elif kind == "index":
-                self.keyword(number, "msgstr[]", column, end, obsolete, int(match.group("index")))
+                self.token(number, "msgstr[]", int(match.group("index")), column, match.end(),
+                           obsolete, previous)
             else:
-                self.keyword(number, match.group("keyword"), column, end, obsolete)
+                self.token(number, match.group("keyword"), None, column, match.end(), obsolete,
+                           previous)
             position = match.end()
+
+    def token(self, number, keyword, value, column, end, obsolete, previous):
+        """One token: a keyword (`value` the index of `msgstr[N]`) or, when `keyword` is None, a
+        string (`value` its body between the quotes); `previous`: on a `#|` line."""
+        if previous:
+            self.previous_token(number, keyword, value, column, obsolete)
+        elif self.previous is not None and keyword not in ("msgctxt", "msgid"):
+            self.error(number, f"syntax error: {keyword.replace('[]', '[N]') if keyword else 'a string'}"
+                       " after #| lines (msgctxt or msgid must follow them)", column)
+        elif keyword is None:
+            self.string(number, value, column, end, obsolete)
+        else:
+            self.keyword(number, keyword, column, end, obsolete, value)
+
+    def previous_token(self, number, keyword, body, column, obsolete):
+        """A token of a `#|` line, read as po-gram-gen.y reads `prev`: `[msgctxt STRING+]
+        msgid STRING+ [msgid_plural STRING+]`, then the entry's msgctxt or msgid."""
+        if self.pending is not None:  # the entry before must be complete
+            self.finish(number)
+        if keyword in ("msgstr", "msgstr[]", "domain"):
+            self.error(number, f'keyword "msgstr" unknown (a #| line holds msgctxt, msgid '
+                       f'and msgid_plural only)' if keyword != "domain" else
+                       'keyword "domain" unknown', column)
+        previous = self.previous
+        if previous is None:
+            previous = self.previous = _Previous(obsolete)
+            if self.comment_start is None:  # a fuzzy flag added later goes before the #| lines
+                self.comment_start = self.comment_end = number
+        if previous.obsolete != obsolete:
+            self.error(number, "inconsistent use of #~")
+        if keyword is None:
+            if previous.last is None:
+                self.error(number, "syntax error: a #| string without its keyword", column)
+            self.decode(number, body, column)
+            previous.strings += 1
+            return
+        allowed = {"msgctxt": (None,), "msgid": (None, "msgctxt"), "msgid_plural": ("msgid",)}
+        if previous.last not in allowed[keyword] or previous.last and not previous.strings:
+            self.error(number, f"syntax error: unexpected #| {keyword}", column)
+        previous.last, previous.strings = keyword, 0
+
+    def end_previous(self, number, column, obsolete):
+        """The `#|` lines before an entry's first keyword: they must be complete (a msgid with
+        its strings) and as obsolete as the entry."""
+        previous, self.previous = self.previous, None
+        if previous is None:
+            return
+        if previous.last not in ("msgid", "msgid_plural") or not previous.strings:
+            self.error(number, "syntax error: the #| lines before it end without a msgid "
+                       "and its string", column)
+        if previous.obsolete != obsolete:
+            self.error(number, "inconsistent use of #~")
+
+    def decode(self, number, body, column):
+        """The value of a string whose body starts after the quote at `column`."""
+        value = _decode_string(body, self.charset,
+                               lambda index: self.location(number, column + 1 + index))
+        if "\x04" in value:  # msgfmt: the separator of msgctxt and msgid in a .mo file
+            self.error(number, "context separator <EOT> within string")
+        return value
 
     def keyword(self, number, keyword, column, end, obsolete, index=None):
         pending = self.pending
@@ -332,13 +447,11 @@ class _Reader:
                                                  and pending.last.startswith("msgstr")):
             if pending is not None:
                 self.finish(number)
-            if self.previous_obsolete is not None and self.previous_obsolete != obsolete:
-                self.error(number, "inconsistent use of #~")
-            self.previous_obsolete = None
+            self.end_previous(number, column, obsolete)
             start = self.comment_start if self.comment_start is not None else number
             end = self.comment_end if self.comment_start is not None else number
-            pending = self.pending = _Pending(start, end, self.flags, self.flag_line)
-            self.comment_start, self.flags, self.flag_line = None, [], None
+            pending = self.pending = _Pending(start, end, self.flags, self.flag_at)
+            self.comment_start, self.flags, self.flag_at = None, [], None
             pending.keywords, pending.keywords_column = number, column
             pending.obsolete = obsolete
         if pending is None:
@@ -369,8 +482,7 @@ class _Reader:
             self.error(number, "syntax error: a string outside an entry", column)
         if pending.obsolete != obsolete:
             self.error(number, "inconsistent use of #~")
-        value = _decode_string(body, self.charset,
-                               lambda index: self.location(number, column + 1 + index))
+        value = self.decode(number, body, column)
         parts = pending.plural[-1][1] if pending.last == "msgstr[]" else pending.fields[pending.last][1]
         parts.append(value)
         pending.end = (number, end)
@@ -405,7 +517,7 @@ class _Reader:
         )
         entry._start, entry._keywords = pending.start, pending.keywords
         entry._msgstr = (pending.msgstr_start, pending.end)
-        entry._flag_line, entry._comment_end = pending.flag_line, pending.comment_end
+        entry._flag_at, entry._comment_end = pending.flag_at, pending.comment_end
         before = self.lines[pending.keywords][:pending.keywords_column]
         if before.strip() and not before.lstrip().startswith("#~"):
             entry._shared_column = pending.keywords_column
@@ -764,15 +876,15 @@ class PoFile:
             lines = [line for index, form in enumerate(forms)
                      for line in _string_lines(f"msgstr[{index}]", form, "", wrap)]
         self._edits.append((*entry._msgstr, 3, lines))
-        new_flag_line = _FUZZY not in entry.flags and entry._flag_line is None
+        new_flag_line = _FUZZY not in entry.flags and entry._flag_at is None
         if _FUZZY not in entry.flags:
             entry.flags = (_FUZZY, *entry.flags)
-            if entry._flag_line is not None:
-                line = entry._flag_line
+            if entry._flag_at is not None:
+                line, column = entry._flag_at
                 old = self._lines[line]
-                rest = old.lstrip()[2:].strip()
+                rest = old[column + 2:].strip()
                 flags = f"#, {_FUZZY}, {rest}" if rest else f"#, {_FUZZY}"
-                self._edits.append(((line, 0), (line, len(old)), 3, [flags]))
+                self._edits.append(((line, column), (line, len(old)), 3, [flags]))
         if entry._shared_column is not None:  # after another entry on its line: start a new one
             added = ([f"# {comment}"] if comment is not None else []) + (
                 [f"#, {_FUZZY}"] if new_flag_line else [])

@@ -44,6 +44,13 @@ KEPT = {
     "context": HEADER + 'msgctxt "menu"\nmsgid "File"\nmsgstr "Datei"\n\nmsgid "File"\nmsgstr "D"\n',
     # A backslash before a line feed is no character, anywhere (see CONTINUED).
     "continued-lines": HEADER + 'msgid "a\\\nb"\nmsgstr "x\\\ny"\n\nmsg\\\nid "e" \\\n "f"\nmsgstr "g"\n',
+    # `#|` lines are tokens: a full previous msgctxt/msgid/msgid_plural with continuations,
+    # escapes, a `#|` in mid-line, an empty `#|` or `#~|` line (no tokens), no space after `#|`.
+    "previous-tokens": HEADER + '#, fuzzy\n#| msgctxt "c"\n#|msgid ""\n#| "x\\033" #| "y"\n'
+                       '#| msgid_plural "xs"\nmsgid "a"\nmsgstr "b"\n\n#|\n#~|\nmsgid "d"\nmsgstr "e"\n'
+                       '\n#~| msgid "f"\n#~| "g"\n#~ msgid "h"\n#~ msgstr "i"\n',
+    # A comment after the last string of an entry ends it; `#~` alone is no comment.
+    "comment-after-msgstr": HEADER + 'msgid "a"\nmsgstr "b" # x\nmsgid "c"\nmsgstr "d" #~\n"e"\n',
 }
 
 
@@ -213,6 +220,36 @@ REFUSED = {
     "after-a-continued-line": (HEADER + 'msgid "a\\\nb"\nmsgstr "x\\q"\n', "7:11: invalid control sequence \\q"),
     "continued-comment": (HEADER + '# c\\\nmsgid "c"\nmsgstr "d"\n', "7:1: syntax error"),  # the msgid is comment
     "crlf-backslash": (HEADER.replace("\n", "\r\n") + 'msgid "a\\\r\nb"\r\nmsgstr ""\r\n', "5:7: end-of-line"),
+    # `#|` lines, read as msgfmt reads them (po-gram-gen.y's `prev`).
+    "previous-out-of-order": (HEADER + '#| msgid "x"\n#| msgctxt "c"\nmsgid "a"\nmsgstr "b"\n',
+                              "6:4: syntax error: unexpected #| msgctxt"),
+    "previous-twice": (HEADER + '#| msgid "x"\n#| msgid "y"\nmsgid "a"\nmsgstr "b"\n',
+                       "6:4: syntax error: unexpected #| msgid"),
+    "previous-plural-twice": (HEADER + '#| msgid "x"\n#| msgid_plural "y"\n#| msgid_plural "z"\n'
+                              'msgid "a"\nmsgstr "b"\n', "7:4: syntax error: unexpected #| msgid_plural"),
+    "previous-msgstr": (HEADER + '#| msgid "x"\n#| msgstr "y"\nmsgid "a"\nmsgstr "b"\n',
+                        '6:4: keyword "msgstr" unknown'),
+    "previous-bad-escape": (HEADER + '#| msgid "x\\q"\nmsgid "a"\nmsgstr "b"\n',
+                            "5:13: invalid control sequence \\q"),
+    "previous-unterminated": (HEADER + '#| msgid "x\nmsgid "a"\nmsgstr "b"\n', "5:10: end-of-line within string"),
+    "previous-free-text": (HEADER + '#| some text\nmsgid "a"\nmsgstr "b"\n', "5:4: syntax error: unexpected 'some'"),
+    "previous-string-first": (HEADER + '#| "x"\nmsgid "a"\nmsgstr "b"\n', "5:4: syntax error: a #| string"),
+    "previous-without-msgid": (HEADER + '#| msgctxt "c"\nmsgid "a"\nmsgstr "b"\n', "6:1: syntax error: the #| lines"),
+    "previous-then-comment": (HEADER + '#| msgid "x"\n#, fuzzy\nmsgid "a"\nmsgstr "b"\n',
+                              "6:1: syntax error: a comment between the #| lines"),
+    "previous-at-the-end": (HEADER + 'msgid "a"\nmsgstr "b"\n#| msgid "x"\n', "8: syntax error: #| lines without"),
+    "previous-then-msgstr": (HEADER + '#| msgid "x"\nmsgstr "y"\nmsgid "a"\nmsgstr "b"\n',
+                             "6:1: syntax error: msgstr after #| lines"),
+    "previous-not-utf8": (HEADER.encode() + b'#| msgid "\xff"\nmsgid "a"\nmsgstr "b"\n', "5:11: invalid multibyte"),
+    "previous-obsolete-twice": (HEADER + '#~| msgid "x"\n#~| msgid "y"\n#~ msgid "a"\n#~ msgstr "b"\n',
+                                "6:5: syntax error: unexpected #| msgid"),
+    "previous-live-then-obsolete": (HEADER + '#| msgid "x"\n#~| "y"\nmsgid "a"\nmsgstr "b"\n',
+                                    "6: inconsistent use of #~"),
+    # A comment after a string ends the entry: what follows is outside it.
+    "string-after-comment": (HEADER + 'msgid "a"\nmsgstr "b" # x\n"c"\n', "7:1: syntax error: a string outside"),
+    "obsolete-in-mid-line": (HEADER + 'msgid "a"\nmsgstr "b" #~ "c"\n', "6: inconsistent use of #~"),
+    # Strings cannot hold msgctxt's separator (a .mo file could not tell them apart).
+    "context-separator": (HEADER + 'msgid "a\\004b"\nmsgstr ""\n', "5: context separator <EOT> within string"),
 }
 
 
@@ -225,6 +262,27 @@ def test_what_msgfmt_refuses_is_refused_with_file_and_line(name, tmp_path):
         read_po(path)
     assert str(info.value).startswith(f"{path}:{message}"), str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_error_messages_escape_control_characters(tmp_path):
+    """A NUL or another control byte in what an error quotes is written as an escape."""
+    path = write(tmp_path, HEADER.encode() + b'msgid "a\\\x00\x01"\nmsgstr ""\n')
+    assert not msgfmt_accepts(path)
+    with pytest.raises(PoSyntaxError) as info:
+        read_po(path)
+    assert str(info.value) == f"{path}:5:10: invalid control sequence \\\\x00"
+    assert str(info.value).isprintable()
+
+
+def test_filling_an_entry_with_previous_lines_keeps_them_after_its_flags(tmp_path):
+    text = HEADER + '#| msgctxt "c"\n#| msgid "x"\nmsgid "a"\nmsgstr ""\n\nmsgid "b"\nmsgstr "c" #, c-format\nmsgid "d"\nmsgstr ""\n'
+    po = parse_po(text)
+    assert [e.flags for e in po.entries[1:]] == [(), (), ("c-format",)]
+    po.fill(po.entries[1], ["A"], comment="note")
+    po.fill(po.entries[3], ["D"])
+    assert po.text() == HEADER + ('# note\n#, fuzzy\n#| msgctxt "c"\n#| msgid "x"\nmsgid "a"\nmsgstr "A"\n\n'
+                                  'msgid "b"\nmsgstr "c" #, fuzzy, c-format\nmsgid "d"\nmsgstr "D"\n')
+    assert msgfmt_accepts(write(tmp_path, po.text()))
 
 
 def test_polib_accepts_an_unterminated_string_and_loses_a_character():
