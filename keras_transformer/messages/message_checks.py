@@ -7,19 +7,24 @@ problem of one entry:
 
 - a translation must begin and end with a newline exactly when msgid does
   (and msgid_plural likewise);
-- in an entry flagged `c-format`, `objc-format`, `python-format`,
-  `python-brace-format` or `sh-format` (or `possible-...`), each translation
-  must be a valid format string of that language whose arguments fit the
-  msgid's (msgid_plural's for a plural entry), as GNU gettext 0.21 compares
-  them: the same argument types in order for C (`%5d` and `%2$d` stand for
-  `%d`; `%ld` and `%u` do not), the same names for Python and shell. A
+- in an entry flagged with a format language msgfmt checks (`c-format`,
+  `possible-c-format`, ...), each translation must be a valid format string
+  of that language whose arguments fit the msgid's (msgid_plural's for a
+  plural entry), as GNU gettext 0.21 compares them: the same argument types
+  in order for C (`%5d` and `%2$d` stand for `%d`; `%ld` and `%u` do not),
+  the same names for Python and shell, the same numbers for Qt and KDE. A
   plural form that few counts take may leave arguments out (msgfmt relaxes
   its check for a form taken by fewer than 5 of the counts 0 to 1000, and
   for one taken by at most one count of a `range:` flag).
 
+The languages checked, each ported from gettext's format-*.c: c, objc,
+python, python-brace, sh, php, javascript, lua, qt, qt-plural, kde,
+perl-brace, smalltalk, csharp. Not checked (msgfmt does check them): java
+(MessageFormat), java-printf, perl, tcl, awk, ruby, boost, gcc-internal,
+gfc-internal, scheme, lisp, elisp, librep, object-pascal, kde-kuit, ycp.
+
 An entry is checked when msgfmt compiles it: not obsolete, not fuzzy, with a
-first form that is not empty. Other format languages (`perl-format`,
-`qt-format`, ...) are not checked here.
+first form that is not empty.
 
 This is a different question from `placeholders.matches`, which decides
 whether a machine translation kept the source's placeholders verbatim; msgfmt
@@ -179,10 +184,7 @@ def _c_arguments(text, translated, objc=False):
         at += 1
     if not numbered:
         return unnumbered
-    types = {}
-    for number, kind in sorted(numbered):
-        if types.setdefault(number, kind) != kind:
-            raise _Invalid(f"The string refers to argument number {number} in incompatible ways.")
+    types = _typed_arguments(numbered)
     for index, number in enumerate(sorted(types), start=1):
         if number != index:
             raise _Invalid(f"The string refers to argument number {number} but ignores "
@@ -451,6 +453,334 @@ def _sh_arguments(text):
             raise _Invalid(_UNTERMINATED)
 
 
+# --- Languages whose directives take numbered arguments of a type (format-php.c,
+# format-javascript.c, ...): parsed into {number: type}, compared by `_compare_numbered`.
+
+def _bytes_view(text):
+    """The text as gettext's C parsers step through it: one character per UTF-8 byte."""
+    return text.encode("utf-8", "surrogateescape").decode("latin-1")
+
+
+def _typed_arguments(pairs):
+    """{number: type} of (number, type) pairs; a number given two types is refused as
+    gettext refuses it (the smallest such number)."""
+    types = {}
+    for number, kind in sorted(pairs, key=lambda pair: pair[0]):
+        if types.setdefault(number, kind) != kind:
+            raise _Invalid(f"The string refers to argument number {number} in incompatible ways.")
+    return types
+
+
+def _compare_numbered(wanted, found, strict, pretty, lenient=None):
+    """gettext's common check of numbered arguments: msgstr may not use an argument msgid does
+    not; in strict checking it must use each one msgid uses; shared ones have one type (or,
+    relaxed, `lenient` on either side)."""
+    msgid, msgstr = pretty
+    for number in sorted(set(wanted) | set(found)):
+        if number not in wanted:
+            return (f"a format specification for argument {number}, as in '{msgstr}', doesn't "
+                    f"exist in '{msgid}'")
+        if number not in found and strict:
+            return f"a format specification for argument {number} doesn't exist in '{msgstr}'"
+    for number in sorted(found):
+        same = wanted[number] == found[number] or (
+            not strict and lenient is not None and lenient in (wanted[number], found[number]))
+        if not same:
+            return (f"format specifications in '{msgid}' and '{msgstr}' for argument {number} "
+                    "are not the same")
+    return None
+
+
+def _argument_number(text, at, directive):
+    """An optional `n$` at `at` (ASCII digits): (n or 0, the index after it)."""
+    match = _ARGUMENT_NUMBER.match(text, at)
+    if not match:
+        return 0, at
+    if int(match.group(1)) == 0:
+        raise _Invalid(f"In the directive number {directive}, the argument number 0 is not a "
+                       "positive integer.")
+    return int(match.group(1)), match.end()
+
+
+def _directive_type(char, types, directive):
+    """The argument type of a conversion character, from `types`; refuses another one."""
+    if char in types and char:
+        return types[char]
+    raise _Invalid(_UNTERMINATED if not char else _conversion_error(directive, char))
+
+
+_PHP_TYPES = {**dict.fromkeys("bduoxX", "integer"), **dict.fromkeys("ef", "float"),
+              "c": "character", "s": "string"}
+
+
+def _php_arguments(text):
+    """The arguments of a PHP format string (format-php.c): `%[n$][flags][width][.prec][l]c`."""
+    text, pairs, unnumbered, directive, at = _bytes_view(text), [], 0, 0, 0
+    while True:
+        at = text.find("%", at) + 1
+        if not at:
+            return _typed_arguments(pairs)
+        directive += 1
+        if text[at:at + 1] == "%":
+            at += 1
+            continue
+        unnumbered += 1
+        number, at = _argument_number(text, at, directive)
+        if number:
+            unnumbered -= 1
+        while text[at:at + 1] in ("0", "-", " ", "'") and at < len(text):
+            if text[at] == "'":
+                at += 1
+                if at >= len(text):
+                    raise _Invalid(_UNTERMINATED)
+            at += 1
+        at = _DIGITS.match(text, at).end()
+        if text[at:at + 1] == ".":
+            digits = _DIGITS.match(text, at + 1).end()
+            at = digits if digits > at + 1 else at  # `.` without digits: an invalid conversion
+        if text[at:at + 1] == "l":
+            at += 1
+        pairs.append((number or unnumbered, _directive_type(text[at:at + 1], _PHP_TYPES, directive)))
+        at += 1
+
+
+_JAVASCRIPT_TYPES = {"%": None, "c": "character", "s": "string", "f": "float", "j": "any",
+                     **dict.fromkeys("bdoxX", "integer")}
+
+
+def _javascript_arguments(text):
+    """The arguments of a JavaScript format string (format-javascript.c):
+    `%[n$][-+ 0I][width][.prec]c`; numbered and unnumbered ones do not mix."""
+    text, numbered, unnumbered, directive, at = _bytes_view(text), [], [], 0, 0
+    while True:
+        at = text.find("%", at) + 1
+        if not at:
+            break
+        directive += 1
+        number, at = _argument_number(text, at, directive)
+        while text[at:at + 1] and text[at] in "-+ 0I":
+            at += 1
+        at = _DIGITS.match(text, at).end()
+        if text[at:at + 1] == ".":
+            at = _DIGITS.match(text, at + 1).end()
+        kind = _directive_type(text[at:at + 1], _JAVASCRIPT_TYPES, directive)
+        if kind is not None:
+            if number and unnumbered or not number and numbered:
+                raise _Invalid(_MIXES_NUMBERED)
+            (numbered if number else unnumbered).append((number or len(unnumbered) + 1, kind))
+        at += 1
+    return dict(unnumbered) if unnumbered else _typed_arguments(numbered)
+
+
+_LUA_TYPES = {"c": "character", "s": "string", "q": "escaped string",
+              **dict.fromkeys("diouXx", "integer"), **dict.fromkeys("aAEefgG", "float")}
+
+
+def _lua_arguments(text):
+    """The arguments of a Lua format string (format-lua.c), numbered in order:
+    `%[width][.prec]c`."""
+    text, kinds, at = _bytes_view(text), [], 0
+    while True:
+        at = text.find("%", at) + 1
+        if not at:
+            return {number: kind for number, kind in enumerate(kinds, start=1)}
+        if text[at:at + 1] == "%":
+            at += 1
+            continue
+        at = _DIGITS.match(text, at).end()
+        if text[at:at + 1] == ".":
+            at = _DIGITS.match(text, at + 1).end()
+        kinds.append(_directive_type(text[at:at + 1], _LUA_TYPES, len(kinds) + 1))
+        at += 1
+
+
+def _compare_lua(wanted, found, strict, pretty):
+    """format-lua.c's check, argument by argument in order, whatever the strictness: each one
+    on both sides, with one type."""
+    msgid, msgstr = pretty
+    for number in range(1, max(len(wanted), len(found)) + 1):
+        if number not in wanted:
+            return (f"a format specification for argument {number}, as in '{msgstr}', doesn't "
+                    f"exist in '{msgid}'")
+        if number not in found:
+            return f"a format specification for argument {number} doesn't exist in '{msgstr}'"
+        if wanted[number] != found[number]:
+            return (f"format specifications in '{msgid}' and '{msgstr}' for argument {number} "
+                    "are not the same")
+    return None
+
+
+# --- Languages whose directives only name arguments.
+
+def _qt_arguments(text):
+    """(whether simple: no `L` flag and one-digit numbers only, the argument numbers used) of a
+    Qt format string (format-qt.c): `%[L]n` with n of one or two ASCII digits."""
+    simple, used, at = True, set(), 0
+    while True:
+        at = text.find("%", at) + 1
+        if not at:
+            return simple, used
+        locale = text[at:at + 1] == "L"
+        at += locale
+        digits = re.match(r"[0-9]{1,2}", text[at:at + 2])
+        if digits:
+            simple = simple and not locale and len(digits.group()) == 1
+            used.add(int(digits.group()))
+            at += len(digits.group())
+
+
+def _compare_qt(wanted, found, strict, pretty):
+    """format-qt.c's check, strict whatever the plural form: `%1`..`%99` as in msgid."""
+    if wanted[0] and not found[0]:
+        return (f"'{pretty[0]}' is a simple format string, but '{pretty[1]}' is not: it contains "
+                "an 'L' flag or a double-digit argument number")
+    return _compare_used(wanted[1], found[1], True, pretty)
+
+
+def _compare_used(wanted, found, strict, pretty):
+    """Argument numbers used on each side (Qt, Smalltalk): the same ones, or relaxed, msgstr's
+    among msgid's."""
+    msgid, msgstr = pretty
+    for number in sorted(wanted ^ found):
+        if number in wanted and strict:
+            return f"a format specification for argument {number} doesn't exist in '{msgstr}'"
+        if number in found:
+            return (f"a format specification for argument {number}, as in '{msgstr}', doesn't "
+                    f"exist in '{msgid}'")
+    return None
+
+
+def _qt_plural_arguments(text):
+    """How many `%n` (or `%Ln`) directives a Qt plural format string has (format-qt-plural.c)."""
+    return len(re.findall(r"%L?n", text))
+
+
+def _compare_qt_plural(wanted, found, strict, pretty):
+    if wanted == 0 and found > 0 or strict and wanted > 0 and found == 0:
+        return f"number of format specifications in '{pretty[0]}' and '{pretty[1]}' does not match"
+    return None
+
+
+def _kde_arguments(text):
+    """The argument numbers of a KDE format string (format-kde.c): `%n`, n >= 1 in ASCII
+    digits, all of 1..max used but at most one."""
+    numbers = sorted({int(number) for number in re.findall(r"%([1-9][0-9]*)", text)})
+    gaps = [index + 1 for index, number in enumerate(numbers) if number > index + 1]
+    for index, number in enumerate(numbers):
+        if gaps and index + 1 >= gaps[0] and number > index + 2:
+            raise _Invalid(f"The string refers to argument number {number} but ignores the "
+                           f"arguments {gaps[0]} and {index + 2}.")
+    return numbers
+
+
+def _compare_kde(wanted, found, strict, pretty):
+    """format-kde.c's check: msgstr uses msgid's arguments, relaxed all but one."""
+    msgid, msgstr = pretty
+    missing = None
+    for number in sorted(set(wanted) | set(found)):
+        if number not in wanted:
+            return (f"a format specification for argument {number}, as in '{msgstr}', doesn't "
+                    f"exist in '{msgid}'")
+        if number in found:
+            continue
+        if strict:
+            return f"a format specification for argument {number} doesn't exist in '{msgstr}'"
+        if missing is not None:
+            return (f"a format specification for arguments {missing} and {number} doesn't exist "
+                    f"in '{msgstr}', only one argument may be ignored")
+        missing = number
+    return None
+
+
+def _perl_brace_arguments(text):
+    """The names of a Perl brace format string (format-perl-brace.c): `{name}` with an ASCII
+    identifier; anything else is text."""
+    return set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", text))
+
+
+def _compare_perl_brace(wanted, found, strict, pretty):
+    """msgstr may add names (they print as themselves); strict, it keeps all of msgid's."""
+    missing = sorted(wanted - found)
+    if strict and missing:
+        return f"a format specification for argument '{missing[0]}' doesn't exist in '{pretty[1]}'"
+    return None
+
+
+def _smalltalk_arguments(text):
+    """The argument numbers of a Smalltalk format string (format-smalltalk.c): `%1`..`%9`, `%%`."""
+    used, directive, at = set(), 0, 0
+    while True:
+        at = text.find("%", at) + 1
+        if not at:
+            return used
+        directive += 1
+        char = text[at:at + 1]
+        if char and char in "123456789":
+            used.add(int(char))
+        elif char != "%":
+            if not char:
+                raise _Invalid(_UNTERMINATED)
+            if " " <= char <= "~":
+                raise _Invalid(f"In the directive number {directive}, the character '{char}' is "
+                               "not a digit between 1 and 9.")
+            raise _Invalid(f"The character that terminates the directive number {directive} is "
+                           "not a digit between 1 and 9.")
+        at += 1
+
+
+def _csharp_arguments(text):
+    """How many arguments a C# format string takes (format-csharp.c): one more than its highest
+    `{n[,width][:format]}`; `{{` and `}}` are braces."""
+    text = _bytes_view(text)
+    count, directive, at, end = 0, 0, 0, len(text)
+    while at < end:
+        char = text[at]
+        at += 1
+        if char == "}":
+            if text[at:at + 1] != "}":
+                raise _Invalid("The string starts in the middle of a directive: found '}' without "
+                               "matching '{'." if directive == 0 else
+                               f"The string contains a lone '}}' after directive number {directive}.")
+            at += 1
+        elif char == "{" and text[at:at + 1] == "{":
+            at += 1
+        elif char == "{":
+            directive += 1
+            number = _DIGITS.match(text, at).group()
+            if not number:
+                raise _Invalid(f"In the directive number {directive}, '{{' is not followed by an "
+                               "argument number.")
+            at += len(number)
+            if text[at:at + 1] == ",":
+                at += 1 + (text[at + 1:at + 2] == "-")
+                width = _DIGITS.match(text, at).end()
+                if width == at:
+                    raise _Invalid(f"In the directive number {directive}, ',' is not followed by "
+                                   "a number.")
+                at = width
+            if text[at:at + 1] == ":":
+                close = text.find("}", at)
+                at = end if close < 0 else close
+            if at >= end:
+                raise _Invalid("The string ends in the middle of a directive: found '{' without "
+                               "matching '}'.")
+            if text[at] != "}":
+                raise _Invalid(f"The directive number {directive} ends with an invalid character "
+                               f"'{text[at]}' instead of '}}'." if " " <= text[at] <= "~" else
+                               f"The directive number {directive} ends with an invalid character "
+                               "instead of '}'.")
+            at += 1
+            count = max(count, int(number) + 1)
+    return count
+
+
+def _compare_counts(wanted, found, strict, pretty):
+    """C#'s check: as many arguments (relaxed: no more than msgid's)."""
+    if wanted != found if strict else wanted < found:
+        return f"number of format specifications in '{pretty[0]}' and '{pretty[1]}' does not match"
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class _Language:
     pretty: str  # msgfmt's name of it in messages
@@ -467,6 +797,19 @@ _LANGUAGES = {
     "python-brace": _Language("Python brace", lambda text, translated: _brace_arguments(text),
                               lambda a, b, strict, pretty: _compare_names(a, b, strict, pretty, True)),
     "sh": _Language("Shell", lambda text, translated: _sh_arguments(text), _compare_names),
+    "php": _Language("PHP", lambda text, translated: _php_arguments(text), _compare_numbered),
+    "javascript": _Language("JavaScript", lambda text, translated: _javascript_arguments(text),
+                            lambda a, b, strict, pretty: _compare_numbered(a, b, strict, pretty, "any")),
+    "lua": _Language("Lua", lambda text, translated: _lua_arguments(text), _compare_lua),
+    "qt": _Language("Qt", lambda text, translated: _qt_arguments(text), _compare_qt),
+    "qt-plural": _Language("Qt plural", lambda text, translated: _qt_plural_arguments(text),
+                           _compare_qt_plural),
+    "kde": _Language("KDE", lambda text, translated: _kde_arguments(text), _compare_kde),
+    "perl-brace": _Language("Perl brace", lambda text, translated: _perl_brace_arguments(text),
+                            _compare_perl_brace),
+    "smalltalk": _Language("Smalltalk", lambda text, translated: _smalltalk_arguments(text),
+                           _compare_used),
+    "csharp": _Language("C#", lambda text, translated: _csharp_arguments(text), _compare_counts),
 }
 _FORMAT_FLAG = re.compile(r"(no-|possible-|impossible-)?(.+)-format")
 _RANGE = re.compile(r"([0-9]+)\.\.([0-9]+)")
