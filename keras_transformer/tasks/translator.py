@@ -21,8 +21,13 @@ REPAIRED = "placeholders repaired"
 EMPTY = "no translation: source kept"
 """Note on a piece the model translated to nothing."""
 TOO_LONG = "too long for the model: source kept"
-"""Note on a piece longer than the model's `max_length` allows (less the 50 tokens a
-translation may add): kept as it is rather than decoded for minutes into nonsense."""
+"""Note on a piece longer than `longest_piece` tokens: kept as it is rather than decoded
+for minutes into nonsense."""
+LONGEST_PIECE = 256
+"""Tokens of the longest piece (its end token included) a model without a position table
+translates: program messages are cut at their layout, so their pieces are sentences, far
+shorter; a longer one (a whole file on one line) would take minutes and memory that
+grows with its square."""
 UNKNOWN_CHARACTERS = "characters outside the vocabulary left out"
 """Note on a translation whose source has characters the tokenizer cannot represent
 (emoji, a script it never saw): the model saw an unknown token there."""
@@ -168,6 +173,17 @@ class Translator(TextTask):
         self.target_language = target_language
 
     @property
+    def longest_piece(self):
+        """Tokens of the longest piece `translate` decodes (its end token included); a longer
+        one is kept with the note `TOO_LONG`. With a learned position table, the source and
+        its translation (the source + 50 tokens) must fit its `max_length` rows; otherwise
+        `LONGEST_PIECE`."""
+        config = self.model.config
+        if config.position == "learned":
+            return config.max_length - 51
+        return LONGEST_PIECE
+
+    @property
     def protects_placeholders(self):
         """Whether placeholders reach the model as slot symbols: the tokenizer has them
         (`train_sentencepiece(..., placeholder_slots=True)`). Without them the
@@ -237,8 +253,8 @@ class Translator(TextTask):
             several pieces combines the i-th translation of each piece. The
             hypotheses that keep their placeholders come first, by score, then
             repaired ones; when the search finds fewer than `num_return`
-            distinct ones, the last is repeated. A piece longer than the
-            model's `max_length` allows is kept untranslated with score `-inf`
+            distinct ones, the last is repeated. A piece longer than
+            `longest_piece` tokens is kept untranslated with score `-inf`
             and the note `TOO_LONG`; characters the tokenizer cannot represent
             are left out, with the note `UNKNOWN_CHARACTERS`.
 
@@ -327,10 +343,7 @@ class Translator(TextTask):
         config = self.model.config
         sources = [ids + [config.end_id] for ids in self.tokenize([p.text for p in protected])]
         unknown = self._unknown_characters(pieces, sources)
-        # max_length bounds the source and its translation (source + 50): a learned position
-        # table has no more rows, and no model was trained on longer pieces (attention's
-        # memory grows with the square of the length).
-        limit = config.max_length - 51
+        limit = self.longest_piece
         found = {}
         fits = []
         for i, source in enumerate(sources):

@@ -261,11 +261,26 @@ def test_characters_outside_the_vocabulary_are_left_out_with_a_note(translator):
 
 
 def test_a_piece_too_long_for_the_model_is_kept_without_decoding(translator):
-    long = "open the file " * 400  # about 1,600 tokens, beyond max_length 1024 less 51
+    long = "open the file " * 400  # about 1,600 tokens, beyond LONGEST_PIECE
+    assert translator.longest_piece == translator_module.LONGEST_PIECE
     rows = _source_rows(translator, lambda: translator.translations([long.strip(), "Open"], beam_size=2))
     found = translator.translations([long.strip()], beam_size=2)[0][0]
     assert found.text == long.strip() and found.notes == (translator_module.TOO_LONG,)
     assert found.score == -np.inf and len(rows) == 1  # only "Open" was decoded
+
+
+@pytest.mark.parametrize("position, decoded", [("sinusoidal", True), ("learned", False)])
+def test_only_a_position_table_limits_a_piece_to_max_length(message_tokenizer, position, decoded):
+    # max_length is the rows of a learned table; sinusoids take any length, so a piece of
+    # 20-odd tokens is translated by a sinusoidal model whose max_length is 64 (64 - 51 = 13
+    # would leave it out), and kept by a learned table of 64 rows.
+    model = kt.EncoderDecoder(vocab_size=message_tokenizer.vocabulary_size(), num_layers=1,
+                              d_model=16, num_heads=2, d_ff=32, max_length=64, position=position)
+    translator = kt.Translator(model, message_tokenizer, target_language="de")
+    text = "open the file and close the window"
+    assert 13 < len(translator.tokenize([text.strip()])[0]) < 64
+    found = translator.translations([text.strip()], beam_size=1)[0][0]
+    assert (translator_module.TOO_LONG in found.notes) is not decoded
 
 
 def test_a_beam_that_would_exhaust_memory_is_refused_with_the_widest_that_fits(translator, monkeypatch):
