@@ -149,12 +149,13 @@ def plot_cross_attention(translator, source, translation, path):
     plt.close(figure)
 
 
-def write_template(catalog_path, path):
+def write_template(catalog_path, path, keep_translated=None):
     """A `.pot`-like copy of a compiled catalog: its entries with empty translations.
 
     A `.mo` file has no flags, so entries with printf directives are flagged
     `c-format` (as xgettext does for C sources) and `msgfmt --check-format`
-    checks them.
+    checks them. `keep_translated(msgid)`, when given, says which entries keep
+    their translations (a catalog a team has half translated).
     """
     import polib
 
@@ -166,10 +167,14 @@ def write_template(catalog_path, path):
     for entry in compiled:
         flags = ["c-format"] if any(p.startswith("%") and p != "%%" for p in
                                     find_placeholders(entry.msgid)) else []
+        if keep_translated is not None and keep_translated(entry.msgid):
+            msgstr, msgstr_plural = entry.msgstr, dict(entry.msgstr_plural)
+        else:
+            msgstr, msgstr_plural = "", {0: "", 1: ""}
         template.append(polib.POEntry(
             msgctxt=entry.msgctxt, msgid=entry.msgid, msgid_plural=entry.msgid_plural,
-            msgstr="" if not entry.msgid_plural else None,
-            msgstr_plural={0: "", 1: ""} if entry.msgid_plural else {}, flags=flags,
+            msgstr=msgstr if not entry.msgid_plural else None,
+            msgstr_plural=msgstr_plural if entry.msgid_plural else {}, flags=flags,
         ))
     template.save(path)
     return path

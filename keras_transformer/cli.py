@@ -4,6 +4,7 @@
 keras-transformer translate --model translator.keras "Open the file"
 keras-transformer translate --model translator.keras < messages.txt
 keras-transformer translate-po de.po --model translator.keras -o de.translated.po
+keras-transformer adapt-po de.po --model translator.keras -o adapted.keras
 ```
 
 `python -m keras_transformer` runs the same. Errors are one line on standard
@@ -21,6 +22,7 @@ import zipfile
 
 from keras_transformer.messages.catalog_translation import catalog_bytes
 from keras_transformer.messages.catalog_translation import check_catalog
+from keras_transformer.messages.catalog_translation import target_language
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
 from keras_transformer.messages.po_file import PoSyntaxError
@@ -286,6 +288,79 @@ def _run_translate_po(args):
     return 0
 
 
+def _catalog_pairs(catalog):
+    """The (message, translation) pairs of a catalog's translated entries; fuzzy ones,
+    which a translator has not confirmed, are left out."""
+    from keras_transformer.data.gettext_catalogs import po_messages
+
+    return [pair for message in po_messages(catalog.entries) if not message.fuzzy
+            for pair in message.pairs()]
+
+
+def _save_adapted(translator, output):
+    """Saves the adapted translator, adapters merged, into a new folder beside the output,
+    then renames the file over the output: a failed save leaves an existing output as it was."""
+    import shutil
+    import tempfile
+
+    from keras_transformer.tasks.adaptation import merged_translator
+
+    folder = tempfile.mkdtemp(prefix=".adapt-po-", dir=os.path.dirname(os.path.abspath(output)))
+    try:
+        temporary = os.path.join(folder, "translator.keras")
+        merged_translator(translator).save(temporary)
+        os.replace(temporary, output)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_adapt_po(args):
+    if args.output == "-" or not args.output.endswith(".keras"):
+        raise CommandError(f"the output {args.output} must be a path ending in .keras (the "
+                           "adapted translator is a Keras model file)")
+    if args.lora_weights is not None and not args.lora_weights.endswith(".lora.h5"):
+        raise CommandError(f"--lora-weights {args.lora_weights} must end in .lora.h5")
+    _check_paths(args.input, args.output, args.model)
+    _check_model_file(args.model)
+    catalog = _read_catalog(args.input)
+    pairs = _catalog_pairs(catalog)
+    if not pairs:
+        raise CommandError(f"{args.input} has no translated entries to adapt to (fuzzy ones "
+                           "are left out); translate some, or use the translator as it is")
+    translator = _load(args.model)
+    from keras_transformer.tasks.adaptation import adapt_translator
+
+    try:
+        target_language(catalog, translator, args.language)
+        with contextlib.redirect_stdout(sys.stderr):  # a progress bar is not output
+            result = adapt_translator(
+                translator, pairs, rank=args.rank, epochs=args.epochs,
+                seconds=None if args.minutes is None else 60 * args.minutes,
+                verbose=1 if args.progress else 0)
+    except ValueError as error:
+        raise CommandError(_one_line(error)) from None
+    try:
+        _save_adapted(translator, args.output)
+        if args.lora_weights is not None:
+            translator.model.save_lora_weights(args.lora_weights)
+    except (OSError, ValueError) as error:
+        raise CommandError(f"cannot write {args.output}: {_one_line(error)}") from None
+    print(f"{args.output}: {result.summary()}", file=sys.stderr)
+    print(f"Fill the catalog's untranslated entries with: {PROG} translate-po {args.input} "
+          f"--model {args.output} -o OUTPUT.po", file=sys.stderr)
+    return 0
+
+
+def _positive_minutes(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of minutes > 0, got {text!r}")
+    return value
+
+
 def _add_model_options(parser):
     parser.add_argument(
         "--model", required=True, metavar="PATH",
@@ -302,7 +377,8 @@ def _add_model_options(parser):
 
 
 def build_parser():
-    """The argument parser of the command line (subcommands `translate` and `translate-po`).
+    """The argument parser of the command line (subcommands `translate`, `translate-po` and
+    `adapt-po`).
 
     Returns:
         An `argparse.ArgumentParser`.
@@ -354,6 +430,37 @@ def build_parser():
     )
     _add_model_options(catalog)
     catalog.set_defaults(run=_run_translate_po, parser=catalog)
+    adapt = commands.add_parser(
+        "adapt-po", help="adapt a translator to a .po catalog's existing translations (LoRA)",
+        description="Fine-tune the translator on the translated entries of INPUT (fuzzy "
+        "ones are left out) with low-rank adapters on its attention projections (LoRA: "
+        "the translator's own weights are frozen), and save the adapted translator to OUTPUT. "
+        "Then fill the catalog's untranslated entries with 'translate-po --model OUTPUT'.",
+    )
+    adapt.add_argument("input", metavar="INPUT.po",
+                       help="the catalog whose translations to learn from (left unchanged)")
+    adapt.add_argument(
+        "-o", "--output", required=True, metavar="OUTPUT.keras", type=_path,
+        help="where to save the adapted translator (the adapters merged into its weights): "
+        "a new file, or an existing one, which is replaced; never the model or INPUT",
+    )
+    adapt.add_argument("--model", required=True, metavar="PATH",
+                       help="the translator to adapt: a Translator saved as a .keras file "
+                       "(left unchanged)")
+    adapt.add_argument("--language", metavar="CODE",
+                       help="the catalog's language when its header has no Language")
+    adapt.add_argument("--rank", type=_positive_int, default=8, metavar="R",
+                       help="rank of the adapters (default: 8)")
+    adapt.add_argument("--epochs", type=_positive_int, default=12, metavar="N",
+                       help="passes over the translations (default: 12)")
+    adapt.add_argument("--minutes", type=_positive_minutes, metavar="M",
+                       help="stop training after M minutes, compilation included")
+    adapt.add_argument("--lora-weights", metavar="PATH.lora.h5",
+                       help="also save the adapters alone (kilobytes), for "
+                       "model.load_lora_weights on the same base translator")
+    adapt.add_argument("--progress", action="store_true",
+                       help="show training progress on standard error")
+    adapt.set_defaults(run=_run_adapt_po, parser=adapt)
     return parser
 
 

@@ -121,8 +121,15 @@ def _messages(entries):
     return messages
 
 
-def _po_messages(entries):
-    """`Message`s of `PoEntry`s: the header and obsolete (`#~`) entries left out."""
+def po_messages(entries):
+    """`Message`s of a `PoFile`'s entries: the header and obsolete (`#~`) entries left out.
+
+    Args:
+        entries: `PoEntry`s (`PoFile.entries`).
+
+    Returns:
+        A list of `Message`.
+    """
     return [Message(source=entry.msgid, translations=tuple(entry.msgstr) or ("",),
                     plural=entry.msgid_plural or None, context=entry.msgctxt,
                     fuzzy="fuzzy" in entry.flags)
@@ -156,7 +163,7 @@ def read_catalog(path):
         raise FileNotFoundError(2, "No such file", path)
     if path.endswith(".po"):  # read as strictly as msgfmt, escapes and all (po_file)
         try:
-            return _po_messages(read_po(path).entries)
+            return po_messages(read_po(path).entries)
         except PoSyntaxError as error:
             raise CatalogError(f"not a readable catalog: {error}") from None
     if not path.endswith(".mo"):

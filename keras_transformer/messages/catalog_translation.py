@@ -115,8 +115,21 @@ def _header_language(catalog):
     return catalog.header_field("Language") or None
 
 
-def _target_language(catalog, translator, language):
-    """The language to translate into, checked against the header and the translator."""
+def target_language(catalog, translator, language=None):
+    """The language to translate a catalog into, checked against its header and the translator.
+
+    Args:
+        catalog: a `PoFile`.
+        translator: a `Translator` (its `target_language`, when set, is checked).
+        language: the language the user named, or None to take the header's.
+
+    Returns:
+        The language code, or None when neither the user, the header nor the
+        translator names one.
+
+    Raises:
+        ValueError: `language` is not a language code, or the three disagree.
+    """
     if language is not None and not (isinstance(language, str) and _LANGUAGE_CODE.fullmatch(language)):
         raise ValueError(f"language must be a language code such as 'de', 'pt_BR' or 'sr@latin', "
                          f"or None; got {language!r}.")
@@ -479,7 +492,7 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     msgstr[1] "DE:%d files"
     """
     _check_arguments(catalog, beam_size)
-    target = _target_language(catalog, translator, language)
+    target = target_language(catalog, translator, language)
     live = [entry for entry in catalog.entries if not entry.obsolete and not entry.is_header]
     kept = sum(entry.translated for entry in live)
     todo = [entry for entry in live if not entry.translated]

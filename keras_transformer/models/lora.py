@@ -182,3 +182,20 @@ def load_lora_weights(model, filepath):
         layer.lora_kernel_a.assign(a)
         layer.lora_kernel_b.assign(b)
     clear_compiled(model)
+
+
+def merged_model(model):
+    """A new model of the same config whose kernels are `model`'s with the adapters merged
+    in, without LoRA: every weight trainable, not compiled (see `TransformerModel.merge_lora`)."""
+    if not lora_layers(model):
+        raise ValueError("This model has no LoRA adapters to merge; call enable_lora(rank) first.")
+    merged = type(model).from_config(model.get_config())
+    targets = _layers_by_path(merged)
+    pairs = [(model, merged)] + [(layer, targets[path])
+                                 for path, layer in _layers_by_path(model).items()]
+    for source, target in pairs:
+        store = {}
+        source.save_own_variables(store)  # a LoRA layer writes its kernel merged, as save does
+        if store:
+            target.load_own_variables(store)
+    return merged
