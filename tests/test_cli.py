@@ -526,3 +526,80 @@ def test_a_catalog_whose_translations_msgfmt_refuses_is_refused_before_the_model
     assert_failed_cleanly(capsys, ["translate-po", path, "--model", model, "-o", tmp_path / "out.po"],
                           path, tmp_path, contains=f"{path}:12: number of format specifications in "
                                                    "'msgid' and 'msgstr' does not match")
+
+
+@pytest.fixture
+def real_model(tmp_path):
+    """A tiny untrained Translator saved as a .keras file."""
+    import keras_transformer as kt
+
+    texts = ["Open file", "Datei öffnen", "Quit", "Beenden", "%d file", "%d files"] * 10
+    tokenizer = kt.data.train_sentencepiece(texts, vocab_size=80, placeholder_slots=True)
+    model = kt.EncoderDecoder(vocab_size=tokenizer.vocabulary_size(), num_layers=1, d_model=16,
+                              num_heads=2, d_ff=32)
+    path = tmp_path / "base.keras"
+    kt.Translator(model, tokenizer, target_language="de").save(str(path))
+    return str(path)
+
+
+def test_adapt_po_end_to_end(capsys, real_model, catalog, tmp_path):
+    import numpy as np
+
+    model_bytes, catalog_bytes = open(real_model, "rb").read(), catalog.read_bytes()
+    output, adapters = tmp_path / "adapted.keras", tmp_path / "adapters.lora.h5"
+    code, out, err = run(capsys, "adapt-po", catalog, "--model", real_model, "-o", output,
+                         "--rank", "2", "--epochs", "3", "--lora-weights", adapters)
+    assert (code, out) == (0, ""), err
+    lines = err.splitlines()
+    assert lines[0].startswith(f"{output}: adapted on 1 translated messages (1 pieces): "
+                               "3 steps in 3 epochs") and len(lines) == 2
+    assert lines[1] == (f"Fill the catalog's untranslated entries with: keras-transformer "
+                        f"translate-po {catalog} --model {output} -o OUTPUT.po")
+    assert open(real_model, "rb").read() == model_bytes and catalog.read_bytes() == catalog_bytes
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["adapted.keras", "adapters.lora.h5", "base.keras", "de.po"])  # no temporary left
+
+    # The adapted translator is a plain one: the adapted projections moved, nothing else.
+    base = keras.saving.load_model(real_model, safe_mode=True)
+    adapted = keras.saving.load_model(str(output), safe_mode=True)
+    targets = set(base.model.default_lora_layer_names())
+    for old, new in zip(base.model.weights, adapted.model.weights):
+        assert old.path == new.path
+        moved = not np.array_equal(keras.ops.convert_to_numpy(old), keras.ops.convert_to_numpy(new))
+        assert moved == (old.path.split("/")[-2] in targets and old.path.endswith("kernel"))
+    # ... and the adapters alone, loaded onto the base, compute the same.
+    base.model.load_lora_weights(str(adapters))
+    ids = np.array([[5, 6, 7, 3]], "int32")
+    inputs = {"source": ids, "target": ids}
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(base.model(inputs)),
+                               keras.ops.convert_to_numpy(adapted.model(inputs)), atol=1e-5)
+
+
+def test_adapt_po_refusals(capsys, fake, model, catalog, tmp_path):
+    before = open(model, "rb").read()
+    for argv, contains in (
+            (["-o", "-"], "must be a path ending in .keras"),
+            (["-o", tmp_path / "out.po"], "must be a path ending in .keras"),
+            (["-o", tmp_path / "a.keras", "--lora-weights", tmp_path / "a.h5"],
+             "must end in .lora.h5"),
+    ):
+        assert_failed_cleanly(capsys, ["adapt-po", catalog, "--model", model, *argv], catalog,
+                              tmp_path, contains=contains)
+    keras_model = model
+    assert_failed_cleanly(capsys, ["adapt-po", catalog, "--model", keras_model, "-o", keras_model],
+                          catalog, tmp_path, contains="is the model")
+    assert open(keras_model, "rb").read() == before and fake.calls == []
+
+    untranslated = tmp_path / "empty.po"
+    untranslated.write_text(CATALOG.replace('msgstr "Datei öffnen"', 'msgstr ""'),
+                            encoding="iso-8859-1")
+    assert_failed_cleanly(capsys, ["adapt-po", untranslated, "--model", keras_model, "-o",
+                                   tmp_path / "a.keras"], untranslated, tmp_path,
+                          contains="has no translated entries")
+    fake.target_language = "fr"
+    assert_failed_cleanly(capsys, ["adapt-po", catalog, "--model", keras_model, "-o",
+                                   tmp_path / "a.keras"], catalog, tmp_path,
+                          contains="the translator translates into 'fr'")
+    code, _, err = run(capsys, "adapt-po", catalog, "--model", keras_model, "-o",
+                       tmp_path / "a.keras", "--rank", "0")
+    assert code == 2 and "--rank" in err
