@@ -598,45 +598,48 @@ class _Layout:
             self.newline if self.lines and self.final_newline else "")
 
 
-_HEADER_START = re.compile(r'^[ \t]*msgid[ \t]+""[ \t]*\r?$', re.MULTILINE)
-_CONTENT_TYPE = re.compile(r'^[ \t]*(?:msgstr[ \t]+)?"Content-Type:[^"\n]*?charset\s*=\s*([^\s;\\"]+)',
-                           re.MULTILINE | re.IGNORECASE)
+# gettext's portable charsets (po-charset.c's standard_charsets): only a header naming one of
+# these (in any case) makes msgfmt decode the file; with another name, or none, it reads bytes.
+_PORTABLE_CHARSETS = {name.upper(): name for name in (
+    "ASCII", "ANSI_X3.4-1968", "US-ASCII", *(f"ISO{sep}8859-{n}" for n in
+                                              (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 14, 15) for sep in "-_"),
+    "KOI8-R", "KOI8-U", "KOI8-T", "CP850", "CP866", "CP874", "CP932", "CP949", "CP950",
+    *(f"CP125{n}" for n in range(8)), "GB2312", "EUC-JP", "EUC-KR", "EUC-TW", "BIG5",
+    "BIG5-HKSCS", "GBK", "GB18030", "SHIFT_JIS", "JOHAB", "TIS-620", "VISCII", "GEORGIAN-PS",
+    "UTF-8")}
 _UNDECODED = re.compile("[\udc80-\udcff]")
-_ASCII_PROBE = b'msgid "A\\n" #:,.|~[0]\t\r\n'
+_NON_ASCII = re.compile("[^\x00-\x7f]+")
 
 
-def _declared_charset(text):
-    """(the charset name the header's Content-Type declares or None, its 1-based line).
-
-    Only the header entry (the first `msgid ""`, up to its blank line) is searched, so a
-    comment or a message that mentions `charset=` does not count.
+def _declared_charset(text, name):
+    """(the charset name the header declares or None, its 1-based line), found as msgfmt finds
+    it (po-charset.c): `charset=` in the header entry's msgstr (its strings joined and their
+    escapes read, so a name split across strings or lines counts), up to a space, tab or
+    newline. The header is read from `text` (the file's bytes as Latin-1, or its text) up to its
+    entry; a file that does not read that far declares nothing here (the reader says why later).
     """
-    start = _HEADER_START.search(text)
-    if not start:
-        return None, None
-    end = text.find("\n\n", start.end())
-    end = len(text) if end < 0 else end
-    found = _CONTENT_TYPE.search(text, start.end(), end)
-    if not found or found.group(1).upper() == "CHARSET":
-        return None, None
-    return found.group(1), text.count("\n", 0, found.start()) + 1
-
-
-def _codec(declared, line, name):
-    """The Python codec of a declared charset; None when Python does not know it."""
+    reader = _Reader(_Layout(text), name, "latin-1", stop_at_header=True)
     try:
-        info = codecs.lookup(declared)
-        usable = (getattr(info, "_is_text_encoding", True)
-                  and _ASCII_PROBE.decode(info.name) == _ASCII_PROBE.decode("ascii"))
+        header = next((entry for entry in reader.read() if entry.is_header), None)
+    except PoSyntaxError:
+        return None, None
+    if header is None or "charset=" not in header.msgstr[0]:
+        return None, None
+    declared = re.split("[ \t\n]", header.msgstr[0].split("charset=", 1)[1], maxsplit=1)[0]
+    (first, _), (last, _) = header._msgstr
+    lines = reader.layout.lines
+    line = next((number for number in range(first, min(last + 1, len(lines)))
+                 if "charset=" in lines[number]), first)
+    return declared, line + 1
+
+
+def _codec(charset):
+    """The Python codec of one of gettext's portable charsets; None when Python lacks it
+    (EUC-TW, VISCII, GEORGIAN-PS)."""
+    try:
+        return codecs.lookup(charset).name
     except LookupError:
         return None
-    except (UnicodeError, ValueError):
-        usable = False
-    if not usable:
-        raise PoSyntaxError(f"{name}:{line}: charset={declared} is not a text encoding gettext "
-                            "files can use (they must be ASCII-based); convert the file with "
-                            "msgconv -t UTF-8")
-    return info.name
 
 
 def _refuse_byte_order_mark(name):
@@ -644,12 +647,33 @@ def _refuse_byte_order_mark(name):
                         "gettext tools refuse it)")
 
 
+def _decode_as_bytes(data, declared):
+    """(text, codec) of a file msgfmt reads as bytes (no portable charset declared): the
+    declared charset when Python reads the file's ASCII bytes with it as they are (ISO-8859-1
+    spelled `latin1`), else UTF-8 where the bytes are UTF-8 and the others kept as surrogate
+    escapes (ISO-2022-JP, UTF-16 or CP037 on an ASCII file; 8-bit text without a charset)."""
+    if data.isascii():
+        return data.decode("ascii"), "ascii"
+    try:
+        info = codecs.lookup(declared or "utf-8")
+        text = data.decode(info.name)
+        if (getattr(info, "_is_text_encoding", True)
+                and _NON_ASCII.sub("", text) == _NON_ASCII.sub("", data.decode("latin-1"))):
+            return text, info.name
+    except (LookupError, UnicodeError, ValueError):
+        pass
+    return data.decode("utf-8", "surrogateescape"), "utf-8"
+
+
 def _decode(data, name):
     """(text, codec, whether some bytes could not be decoded: kept as surrogate escapes)."""
     if data.startswith(codecs.BOM_UTF8):
         _refuse_byte_order_mark(name)
-    declared, line = _declared_charset(data[:1 << 20].decode("latin-1"))
-    charset = "utf-8" if declared is None else _codec(declared, line, name)
+    declared, line = _declared_charset(data.decode("latin-1"), name)
+    portable = _PORTABLE_CHARSETS.get((declared or "").upper())
+    if portable is None:
+        return (*_decode_as_bytes(data, declared), False)
+    charset = _codec(portable)
     if charset is None:  # msgfmt reads an ASCII file whatever its header calls the charset
         if not data.isascii():
             raise PoSyntaxError(f"{name}:{line}: charset={declared} is one Python cannot decode, "
@@ -687,8 +711,9 @@ def parse_po(source, name="<string>"):
     if isinstance(source, (bytes, bytearray)):
         text, charset, undecodable = _decode(bytes(source), name)
     elif isinstance(source, str):
-        declared, line = _declared_charset(source)
-        charset = (declared and _codec(declared, line, name)) or "utf-8"
+        declared, line = _declared_charset(source, name)
+        portable = _PORTABLE_CHARSETS.get((declared or "").upper())
+        charset = (portable and _codec(portable)) or "utf-8"
         text = source
         if text.startswith("\ufeff"):
             _refuse_byte_order_mark(name)

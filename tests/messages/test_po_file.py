@@ -317,11 +317,44 @@ def test_fill_refuses_translated_obsolete_and_wrong_counts():
         po.fill(po.entries[2], ["x", "y"])
 
 
-def test_a_charset_that_is_not_a_text_encoding_is_refused_in_one_line(tmp_path):
-    for charset in ("rot13", "hex", "base64", "unicode_escape", "undefined"):
-        path = write(tmp_path, HEADER.replace("UTF-8", charset) + 'msgid "A"\nmsgstr ""\n')
-        with pytest.raises(PoSyntaxError, match=rf"t\.po:3: charset={charset} is not a text encoding"):
+def test_a_charset_gettext_does_not_know_reads_the_bytes_as_msgfmt_does(tmp_path):
+    """msgfmt decodes only gettext's portable charsets; with another name it reads bytes (and
+    warns): an ASCII file declared UTF-16, CP037 or rot13 is read, an ISO-2022-JP string whose
+    JIS bytes hold a backslash or a quote is refused, 8-bit text without a charset is read."""
+    for charset in ("rot13", "hex", "UTF-16", "CP037", "undefined"):
+        path = write(tmp_path, HEADER.replace("UTF-8", charset) + 'msgid "A"\nmsgstr "B"\n')
+        assert msgfmt_accepts(path)
+        assert read_po(path).entries[1].msgstr == ["B"]
+    jis = HEADER.replace("UTF-8", "ISO-2022-JP").encode() + b'msgid "a"\nmsgstr "%s"\n'
+    for japanese, message in (("日本".encode("iso2022_jp"), r"t\.po:6:\d+: invalid control sequence"),
+                              (b"\x1b$B0\"\x1b(B", r"t\.po:6:\d+: syntax error")):
+        path = write(tmp_path, jis % japanese)
+        assert not msgfmt_accepts(path)
+        with pytest.raises(PoSyntaxError, match=message):
             read_po(path)
+    for raw in (b"\xc3\xa9", b"\xe9"):
+        path = write(tmp_path, b'msgid ""\nmsgstr "Language: de\\n"\n\nmsgid "a"\nmsgstr "' + raw + b'"\n')
+        assert msgfmt_accepts(path)
+        po = read_po(path)
+        assert po.entries[1].msgstr == [raw.decode("utf-8", "surrogateescape")]
+        from keras_transformer.messages.catalog_translation import catalog_bytes
+        assert catalog_bytes(po) == path.read_bytes()
+
+
+@pytest.mark.parametrize("content_type", [
+    '"Content-Type: text/plain; char" "set=ISO-8859-1\\n"',  # split across strings
+    '"Content-Type: text/plain; charset=ISO-\\\n8859-1\\n"',  # a backslash-newline
+    '"Content-Type: text/plain; charset=ISO\\0558859-1\\n"',  # an escape (\055 is -)
+    '"X-Note: charset=iso-8859-1\\n"',  # anywhere in the header, any case of the name
+    '"Content-Type: text/plain; charset=latin1\\n"',  # not portable: msgfmt reads bytes
+    '"Content-Type: text/plain; charset=\\"ISO-8859-1\\"\\n"',  # quoted: not portable either
+])
+def test_the_charset_is_found_in_the_headers_value_as_msgfmt_finds_it(tmp_path, content_type):
+    data = f'msgid ""\nmsgstr ""\n{content_type}\n\nmsgid "a"\nmsgstr "é"\n'.encode("iso-8859-1")
+    path = write(tmp_path, data)
+    assert msgfmt_accepts(path)
+    po = read_po(path)
+    assert po.entries[-1].msgstr == ["é"]
 
 
 def test_the_charset_comes_from_the_header_alone(tmp_path):
