@@ -288,8 +288,10 @@ def check_catalog(catalog):
     the header's Plural-Forms, or without one, and a Plural-Forms that cannot
     be evaluated (even in a catalog without plural entries, as msgfmt does).
     Fuzzy, untranslated and obsolete entries are not checked (msgfmt does not
-    compile them); nor are the directives of other format languages
-    (`perl-format`, `qt-format`, ...), which msgfmt does check.
+    compile them); nor are the directives of the format languages
+    `message_checks` does not port (java, perl, tcl, ...: its docstring lists
+    them), which msgfmt does check. An empty header is refused, as msgfmt
+    --check refuses it.
     `translate_catalog` calls it before any work.
 
     Args:
@@ -333,7 +335,13 @@ def catalog_problems(catalog):
     [(5, "'msgid' and 'msgstr' entries do not both end with '\\n'")]
     """
     _require_po_file(catalog)
-    checked = [entry for entry in catalog.entries if is_checked(entry)]
+    header = catalog.header
+    if header is not None and not header.msgstr[0].partition("\0")[0]:
+        yield catalog.msgstr_line(header), ("the header entry is empty (msgfmt --check: PO file "
+                                            "header missing or invalid); fill in its Content-Type")
+    # A header with msgid_plural is a plural entry to msgfmt too: it needs the Plural-Forms.
+    checked = [entry for entry in catalog.entries
+               if is_checked(entry) or entry is header and _is_plural(entry)]
     rule = _header_rule(catalog, needed=any(map(_is_plural, checked)))
     for entry in checked:
         if _is_plural(entry) and rule is None:
@@ -371,14 +379,16 @@ def _notes(translations):
 
 
 def _header_codec(catalog):
-    """The header's charset when Python knows it, else None (missing, `CHARSET`, unknown)."""
+    """The header's charset when Python knows it and the catalog was read in it, else None
+    (missing, `CHARSET`, unknown, or one msgfmt reads as bytes, as ISO-2022-JP)."""
     match = _CHARSET.search(catalog.header_field("Content-Type") or "")
     if not match:
         return None
     try:
-        return codecs.lookup(match.group(1)).name
+        codec = codecs.lookup(match.group(1)).name
     except LookupError:
         return None
+    return codec if codec == catalog.encoding else None
 
 
 def _encodes(texts, encoding):

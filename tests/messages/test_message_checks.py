@@ -234,3 +234,23 @@ def test_the_headers_plural_rule_is_found_and_checked_as_msgfmt_does(tmp_path, h
     else:
         with pytest.raises(ValueError, match=refused):
             translate_catalog(parse_po(bare), _Untouched())
+
+
+@pytest.mark.parametrize("header,problem", [
+    ('msgid ""\nmsgstr ""\n', "the header entry is empty"),  # msgfmt: header missing or invalid
+    ('#, fuzzy\nmsgid ""\nmsgstr ""\n', "the header entry is empty"),
+    ('msgid ""\nmsgid_plural "x"\nmsgstr[0] "Content-Type: text/plain; charset=UTF-8\\n"\nmsgstr[1] ""\n',
+     "a translated plural entry, but the header has no Plural-Forms"),
+    ('msgid ""\nmsgid_plural "x"\nmsgstr[0] "Content-Type: text/plain; charset=UTF-8\\n'
+     'Plural-Forms: nplurals=2; plural=(n != 1);\\n"\nmsgstr[1] ""\n', None),
+    ('#, fuzzy\nmsgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n', None),
+])
+def test_the_header_is_checked_as_msgfmt_checks_it(tmp_path, header, problem):
+    text = header + '\nmsgid "a"\nmsgstr "b"\n'
+    path = tmp_path / "t.po"
+    path.write_text(text, encoding="utf-8")
+    refused = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True).returncode
+    assert bool(refused) == bool(problem)
+    problems = [message for _, message in catalog_problems(parse_po(text, str(path)))]
+    assert len(problems) == (problem is not None)
+    assert all(message.startswith(problem) for message in problems)
