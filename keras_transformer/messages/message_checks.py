@@ -19,9 +19,11 @@ problem of one entry:
 
 The languages checked, each ported from gettext's format-*.c: c, objc,
 python, python-brace, sh, php, javascript, lua, qt, qt-plural, kde,
-perl-brace, smalltalk, csharp. Not checked (msgfmt does check them): java
-(MessageFormat), java-printf, perl, tcl, awk, ruby, boost, gcc-internal,
-gfc-internal, scheme, lisp, elisp, librep, object-pascal, kde-kuit, ycp.
+perl-brace, smalltalk, csharp, java-printf, perl, tcl, awk, boost,
+object-pascal, elisp, librep (the printf-like ones in
+`format_strings.printf`). Not checked (msgfmt does check them): java
+(MessageFormat), ruby, gcc-internal, gfc-internal, scheme, lisp, kde-kuit,
+ycp.
 
 An entry is checked when msgfmt compiles it: not obsolete, not fuzzy, with a
 first form that is not empty.
@@ -43,16 +45,24 @@ None
 import dataclasses
 import re
 
+from keras_transformer.messages.format_strings.common import argument_number
+from keras_transformer.messages.format_strings.common import Arguments
+from keras_transformer.messages.format_strings.common import bytes_view
+from keras_transformer.messages.format_strings.common import c_order
+from keras_transformer.messages.format_strings.common import compare_numbered
+from keras_transformer.messages.format_strings.common import conversion_error
+from keras_transformer.messages.format_strings.common import DIGITS
+from keras_transformer.messages.format_strings.common import directive_type
+from keras_transformer.messages.format_strings.common import Invalid
+from keras_transformer.messages.format_strings.common import UNTERMINATED
+from keras_transformer.messages.format_strings.common import width_and_precision
+from keras_transformer.messages.format_strings import printf
 from keras_transformer.messages.plural_forms import PluralRule
 
 __all__ = ["format_flags_in_effect", "is_checked", "message_problem"]
 
 _OFTEN = 5  # msgfmt: a form taken by at least 5 counts of 0..1000 is taken "infinitely often"
 _GERMANIC = PluralRule.parse("nplurals=2; plural=(n != 1);")
-
-
-class _Invalid(Exception):
-    """A string that is not a valid format string; the argument is gettext's reason."""
 
 
 # C argument types, as bit sets (format-c-parse.h): a basic type, then size and sign bits.
@@ -67,48 +77,13 @@ _INTTYPES = {  # the <inttypes.h> macro suffixes after PRI and a conversion lett
 }
 _PRI = re.compile(r"<PRI([diouxX])(" + "|".join(sorted(_INTTYPES, key=len, reverse=True)) + ")?(>)?")
 _SIZES = {"L": _LONGLONG, "q": _LONGLONG, "j": _INTMAX, "z": _SIZE_T, "Z": _SIZE_T, "t": _PTRDIFF}
-_ARGUMENT_NUMBER = re.compile(r"([0-9]+)\$")  # ASCII digits only, as in C
-_DIGITS = re.compile(r"[0-9]*")
-
-
-def _conversion_error(directive, char):
-    if " " <= char <= "~":
-        return f"In the directive number {directive}, the character '{char}' is not a valid conversion specifier."
-    return f"The character that terminates the directive number {directive} is not a valid conversion specifier."
-
-
-_UNTERMINATED = "The string ends in the middle of a directive."
-_MIXES_NUMBERED = ("The string refers to arguments both through absolute argument numbers and "
-                   "through unnumbered argument specifications.")
 
 
 def _c_arguments(text, translated, objc=False):
     """The argument types a C (or Objective C) format string takes, in order.
 
     `translated`: the string is a translation, where glibc's `I` flag is allowed."""
-    numbered, unnumbered = [], []
-    directive, at, end = 0, 0, len(text)
-
-    def add(number, kind):
-        if number:
-            if unnumbered:
-                raise _Invalid(_MIXES_NUMBERED)
-            numbered.append((number, kind))
-        else:
-            if numbered:
-                raise _Invalid(_MIXES_NUMBERED)
-            unnumbered.append(kind)
-
-    def argument_number(what):  # after a `*`, or at a directive's start: an optional `n$`
-        nonlocal at
-        match = _ARGUMENT_NUMBER.match(text, at)
-        if not match:
-            return 0
-        if int(match.group(1)) == 0:
-            raise _Invalid(f"In the directive number {directive}, the {what}argument number 0 "
-                           "is not a positive integer.")
-        at = match.end()
-        return int(match.group(1))
+    arguments, directive, at, end = Arguments(exclusive=True), 0, 0, len(text)
 
     while True:
         at = text.find("%", at)
@@ -116,28 +91,19 @@ def _c_arguments(text, translated, objc=False):
             break
         at += 1
         directive += 1
-        number = argument_number("")
+        number, at = argument_number(text, at, directive)
         while at < end and (text[at] in " +-#0'" or translated and text[at] == "I"):
             at += 1
-        for what in ("width's ", "precision's "):
-            if what == "precision's ":
-                if text[at:at + 1] != ".":
-                    break
-                at += 1
-            if text[at:at + 1] == "*":
-                at += 1
-                add(argument_number(what), _INTEGER)
-            else:
-                at = _DIGITS.match(text, at).end()
+        at = width_and_precision(text, at, directive, arguments, _INTEGER)
         if text[at:at + 1] == "<":
             macro = _PRI.match(text, at)
             if not macro or not macro.group(2):
-                raise _Invalid(f"In the directive number {directive}, the token after '<' is not "
-                               "the name of a format specifier macro. The valid macro names are "
-                               "listed in ISO C 99 section 7.8.1.")
+                raise Invalid(f"In the directive number {directive}, the token after '<' is not "
+                              "the name of a format specifier macro. The valid macro names are "
+                              "listed in ISO C 99 section 7.8.1.")
             if not macro.group(3):
-                raise _Invalid(f"In the directive number {directive}, the token after '<' is not "
-                               "followed by '>'.")
+                raise Invalid(f"In the directive number {directive}, the token after '<' is not "
+                              "followed by '>'.")
             kind = _INTEGER | (0 if macro.group(1) in "di" else _UNSIGNED) | _INTTYPES[macro.group(2)]
             at = macro.end() - 1
         else:
@@ -176,19 +142,17 @@ def _c_arguments(text, translated, objc=False):
             elif char == "n":
                 kind = _COUNT_POINTER | size
             elif not char:
-                raise _Invalid(_UNTERMINATED)
+                raise Invalid(UNTERMINATED)
             else:
-                raise _Invalid(_conversion_error(directive, char))
+                raise Invalid(conversion_error(directive, char))
         if kind is not None:
-            add(number, kind)
+            arguments.add(number, kind)
         at += 1
-    if not numbered:
-        return unnumbered
-    types = _typed_arguments(numbered)
+    types = arguments.types()
     for index, number in enumerate(sorted(types), start=1):
         if number != index:
-            raise _Invalid(f"The string refers to argument number {number} but ignores "
-                           f"argument number {index}.")
+            raise Invalid(f"The string refers to argument number {number} but ignores "
+                          f"argument number {index}.")
     return [types[number] for number in sorted(types)]
 
 
@@ -224,7 +188,7 @@ def _python_arguments(text):
 
     def add_unnamed(kind):
         if named:
-            raise _Invalid(_MIXES_NAMED)
+            raise Invalid(_MIXES_NAMED)
         unnamed.append(kind)
 
     while True:
@@ -246,7 +210,7 @@ def _python_arguments(text):
                     depth -= 1
                 at += 1
             if at >= end:
-                raise _Invalid(_UNTERMINATED)
+                raise Invalid(UNTERMINATED)
             name = text[start:at]
             at += 1
         while at < end and text[at] in "-+ #0":
@@ -256,14 +220,14 @@ def _python_arguments(text):
             at += 1
             add_unnamed(_PY_INTEGER)
         else:
-            at = _DIGITS.match(text, at).end()
+            at = DIGITS.match(text, at).end()
         if text[at:at + 1] == ".":
             at += 1
             if text[at:at + 1] == "*":
                 at += 1
                 add_unnamed(_PY_INTEGER)
             else:
-                digits = _DIGITS.match(text, at).group()
+                digits = DIGITS.match(text, at).group()
                 zero_precision = bool(digits) and set(digits) == {"0"}
                 at += len(digits)
         if text[at:at + 1] in ("h", "l", "L"):
@@ -276,12 +240,12 @@ def _python_arguments(text):
             if char in "sr" and zero_precision:
                 kind = _ANY
         elif not char:
-            raise _Invalid(_UNTERMINATED)
+            raise Invalid(UNTERMINATED)
         else:
-            raise _Invalid(_conversion_error(directive, char))
+            raise Invalid(conversion_error(directive, char))
         if name is not None:
             if unnamed:
-                raise _Invalid(_MIXES_NAMED)
+                raise Invalid(_MIXES_NAMED)
             named.append((name, kind))
         elif kind is not None:
             add_unnamed(kind)
@@ -290,7 +254,7 @@ def _python_arguments(text):
     for name, kind in named:  # one type per name: the same, or `_ANY` and another
         known = types.setdefault(name, kind)
         if _ANY not in (known, kind) and known != kind:
-            raise _Invalid(f"The string refers to the argument named '{name}' in incompatible ways.")
+            raise Invalid(f"The string refers to the argument named '{name}' in incompatible ways.")
         types[name] = known if kind == _ANY else kind
     return _PythonSpec(types, unnamed)
 
@@ -305,13 +269,13 @@ def _compare_python(msgid_spec, msgstr_spec, strict, pretty):
     def same(wanted, found):
         return wanted == found or not strict and _ANY in (wanted, found)
 
-    for name in sorted(set(msgid_spec.named) | set(msgstr_spec.named), key=_c_order):
+    for name in sorted(set(msgid_spec.named) | set(msgstr_spec.named), key=c_order):
         if name not in msgid_spec.named:
             return (f"a format specification for argument '{name}', as in '{msgstr}', doesn't "
                     f"exist in '{msgid}'")
         if name not in msgstr_spec.named and strict:
             return f"a format specification for argument '{name}' doesn't exist in '{msgstr}'"
-    for name in sorted(msgstr_spec.named, key=_c_order):
+    for name in sorted(msgstr_spec.named, key=c_order):
         if not same(msgid_spec.named[name], msgstr_spec.named[name]):
             return (f"format specifications in '{msgid}' and '{msgstr}' for argument '{name}' "
                     "are not the same")
@@ -323,11 +287,6 @@ def _compare_python(msgid_spec, msgstr_spec, strict, pretty):
                 return (f"format specifications in '{msgid}' and '{msgstr}' for argument {index} "
                         "are not the same")
     return None
-
-
-def _c_order(name):
-    """Sorts names as C's strcmp does on their UTF-8 bytes."""
-    return name.encode("utf-8", "surrogateescape")
 
 
 _IDENTIFIER_START = re.compile(r"[A-Za-z_]")
@@ -347,39 +306,39 @@ def _brace_directive(text, at, directive, toplevel):
     start = at
     name = _BRACE_NAME.match(text, at)
     if not name:
-        raise _Invalid(f"In the directive number {directive}, '{text[at:at + 1]}' cannot start a "
-                       "field name.")
+        raise Invalid(f"In the directive number {directive}, '{text[at:at + 1]}' cannot start a "
+                      "field name.")
     at = name.end()
     while text[at:at + 1] in (".", "["):
         if text[at] == ".":
             attribute = _BRACE_ATTRIBUTE.match(text, at + 1)
             if not attribute:
-                raise _Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
-                               "cannot start a getattr argument.")
+                raise Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
+                              "cannot start a getattr argument.")
             at = attribute.end()
         else:
             key = _BRACE_NAME.match(text, at + 1)
             if not key:
-                raise _Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
-                               "cannot start a getitem argument.")
+                raise Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
+                              "cannot start a getitem argument.")
             at = key.end()
             if text[at:at + 1] != "]":
-                raise _Invalid(_UNTERMINATED)
+                raise Invalid(UNTERMINATED)
             at += 1
     if text[at:at + 1] == ":":
         if not toplevel:
-            raise _Invalid(f"In the directive number {directive}, no more nesting is allowed in "
-                           "a format specifier.")
+            raise Invalid(f"In the directive number {directive}, no more nesting is allowed in "
+                          "a format specifier.")
         at += 1
         if text[at:at + 1] == "{":
             _, at = _brace_directive(text, at, directive, False)
         else:
             at = _STANDARD_SPEC.match(text, at).end()
         if text[at:at + 1] != "}":
-            raise _Invalid(_UNTERMINATED)
+            raise Invalid(UNTERMINATED)
     if text[at:at + 1] != "}":
-        raise _Invalid(f"In the directive number {directive}, there is an unterminated format "
-                       "directive.")
+        raise Invalid(f"In the directive number {directive}, there is an unterminated format "
+                      "directive.")
     return text[start:at], at + 1
 
 
@@ -400,7 +359,7 @@ def _compare_names(msgid_names, msgstr_names, strict, pretty, extra_allowed=Fals
     """Named arguments (sh-format; python-brace-format with `extra_allowed`): in strict
     checking both sides name the same; relaxed, msgstr may leave some out."""
     msgid, msgstr = pretty
-    for name in sorted(msgid_names | msgstr_names, key=_c_order):
+    for name in sorted(msgid_names | msgstr_names, key=c_order):
         if name not in msgid_names and not (extra_allowed and not strict):
             if extra_allowed:
                 return f"a format specification for argument '{name}' doesn't exist in '{msgid}'"
@@ -424,19 +383,19 @@ def _sh_arguments(text):
             while at < end and text[at] != "}":
                 char = text[at]
                 if not char.isascii():
-                    raise _Invalid("The string refers to a shell variable with a non-ASCII name.")
+                    raise Invalid("The string refers to a shell variable with a non-ASCII name.")
                 if at > start and char in "-=+?:":
-                    raise _Invalid("The string refers to a shell variable with complex shell "
-                                   "brace syntax. This syntax is unsupported here due to "
-                                   "security reasons.")
+                    raise Invalid("The string refers to a shell variable with complex shell "
+                                  "brace syntax. This syntax is unsupported here due to "
+                                  "security reasons.")
                 if not (char.isalnum() or char == "_") or at == start and char.isdigit():
-                    raise _Invalid("The string refers to a shell variable whose value may be "
-                                   "different inside shell functions.")
+                    raise Invalid("The string refers to a shell variable whose value may be "
+                                  "different inside shell functions.")
                 at += 1
             if at >= end:
-                raise _Invalid(_UNTERMINATED)
+                raise Invalid(UNTERMINATED)
             if at == start:
-                raise _Invalid("The string refers to a shell variable with an empty name.")
+                raise Invalid("The string refers to a shell variable with an empty name.")
             names.add(text[start:at])
             at += 1
         elif at < end and (_IDENTIFIER_START.match(text[at])):
@@ -446,68 +405,15 @@ def _sh_arguments(text):
             names.add(text[start:at])
         elif at < end:
             if not text[at].isascii():
-                raise _Invalid("The string refers to a shell variable with a non-ASCII name.")
-            raise _Invalid("The string refers to a shell variable whose value may be different "
-                           "inside shell functions.")
+                raise Invalid("The string refers to a shell variable with a non-ASCII name.")
+            raise Invalid("The string refers to a shell variable whose value may be different "
+                          "inside shell functions.")
         else:
-            raise _Invalid(_UNTERMINATED)
+            raise Invalid(UNTERMINATED)
 
 
 # --- Languages whose directives take numbered arguments of a type (format-php.c,
-# format-javascript.c, ...): parsed into {number: type}, compared by `_compare_numbered`.
-
-def _bytes_view(text):
-    """The text as gettext's C parsers step through it: one character per UTF-8 byte."""
-    return text.encode("utf-8", "surrogateescape").decode("latin-1")
-
-
-def _typed_arguments(pairs):
-    """{number: type} of (number, type) pairs; a number given two types is refused as
-    gettext refuses it (the smallest such number)."""
-    types = {}
-    for number, kind in sorted(pairs, key=lambda pair: pair[0]):
-        if types.setdefault(number, kind) != kind:
-            raise _Invalid(f"The string refers to argument number {number} in incompatible ways.")
-    return types
-
-
-def _compare_numbered(wanted, found, strict, pretty, lenient=None):
-    """gettext's common check of numbered arguments: msgstr may not use an argument msgid does
-    not; in strict checking it must use each one msgid uses; shared ones have one type (or,
-    relaxed, `lenient` on either side)."""
-    msgid, msgstr = pretty
-    for number in sorted(set(wanted) | set(found)):
-        if number not in wanted:
-            return (f"a format specification for argument {number}, as in '{msgstr}', doesn't "
-                    f"exist in '{msgid}'")
-        if number not in found and strict:
-            return f"a format specification for argument {number} doesn't exist in '{msgstr}'"
-    for number in sorted(found):
-        same = wanted[number] == found[number] or (
-            not strict and lenient is not None and lenient in (wanted[number], found[number]))
-        if not same:
-            return (f"format specifications in '{msgid}' and '{msgstr}' for argument {number} "
-                    "are not the same")
-    return None
-
-
-def _argument_number(text, at, directive):
-    """An optional `n$` at `at` (ASCII digits): (n or 0, the index after it)."""
-    match = _ARGUMENT_NUMBER.match(text, at)
-    if not match:
-        return 0, at
-    if int(match.group(1)) == 0:
-        raise _Invalid(f"In the directive number {directive}, the argument number 0 is not a "
-                       "positive integer.")
-    return int(match.group(1)), match.end()
-
-
-def _directive_type(char, types, directive):
-    """The argument type of a conversion character, from `types`; refuses another one."""
-    if char in types and char:
-        return types[char]
-    raise _Invalid(_UNTERMINATED if not char else _conversion_error(directive, char))
-
+# format-javascript.c, ...): parsed into {number: type}, compared by `compare_numbered`.
 
 _PHP_TYPES = {**dict.fromkeys("bduoxX", "integer"), **dict.fromkeys("ef", "float"),
               "c": "character", "s": "string"}
@@ -515,32 +421,29 @@ _PHP_TYPES = {**dict.fromkeys("bduoxX", "integer"), **dict.fromkeys("ef", "float
 
 def _php_arguments(text):
     """The arguments of a PHP format string (format-php.c): `%[n$][flags][width][.prec][l]c`."""
-    text, pairs, unnumbered, directive, at = _bytes_view(text), [], 0, 0, 0
+    text, arguments, directive, at = bytes_view(text), Arguments(exclusive=False), 0, 0
     while True:
         at = text.find("%", at) + 1
         if not at:
-            return _typed_arguments(pairs)
+            return arguments.types()
         directive += 1
         if text[at:at + 1] == "%":
             at += 1
             continue
-        unnumbered += 1
-        number, at = _argument_number(text, at, directive)
-        if number:
-            unnumbered -= 1
+        number, at = argument_number(text, at, directive)
         while text[at:at + 1] in ("0", "-", " ", "'") and at < len(text):
             if text[at] == "'":
                 at += 1
                 if at >= len(text):
-                    raise _Invalid(_UNTERMINATED)
+                    raise Invalid(UNTERMINATED)
             at += 1
-        at = _DIGITS.match(text, at).end()
+        at = DIGITS.match(text, at).end()
         if text[at:at + 1] == ".":
-            digits = _DIGITS.match(text, at + 1).end()
+            digits = DIGITS.match(text, at + 1).end()
             at = digits if digits > at + 1 else at  # `.` without digits: an invalid conversion
         if text[at:at + 1] == "l":
             at += 1
-        pairs.append((number or unnumbered, _directive_type(text[at:at + 1], _PHP_TYPES, directive)))
+        arguments.add(number, directive_type(text[at:at + 1], _PHP_TYPES, directive))
         at += 1
 
 
@@ -551,25 +454,22 @@ _JAVASCRIPT_TYPES = {"%": None, "c": "character", "s": "string", "f": "float", "
 def _javascript_arguments(text):
     """The arguments of a JavaScript format string (format-javascript.c):
     `%[n$][-+ 0I][width][.prec]c`; numbered and unnumbered ones do not mix."""
-    text, numbered, unnumbered, directive, at = _bytes_view(text), [], [], 0, 0
+    text, arguments, directive, at = bytes_view(text), Arguments(exclusive=True), 0, 0
     while True:
         at = text.find("%", at) + 1
         if not at:
-            break
+            return arguments.types()
         directive += 1
-        number, at = _argument_number(text, at, directive)
+        number, at = argument_number(text, at, directive)
         while text[at:at + 1] and text[at] in "-+ 0I":
             at += 1
-        at = _DIGITS.match(text, at).end()
+        at = DIGITS.match(text, at).end()
         if text[at:at + 1] == ".":
-            at = _DIGITS.match(text, at + 1).end()
-        kind = _directive_type(text[at:at + 1], _JAVASCRIPT_TYPES, directive)
+            at = DIGITS.match(text, at + 1).end()
+        kind = directive_type(text[at:at + 1], _JAVASCRIPT_TYPES, directive)
         if kind is not None:
-            if number and unnumbered or not number and numbered:
-                raise _Invalid(_MIXES_NUMBERED)
-            (numbered if number else unnumbered).append((number or len(unnumbered) + 1, kind))
+            arguments.add(number, kind)
         at += 1
-    return dict(unnumbered) if unnumbered else _typed_arguments(numbered)
 
 
 _LUA_TYPES = {"c": "character", "s": "string", "q": "escaped string",
@@ -579,7 +479,7 @@ _LUA_TYPES = {"c": "character", "s": "string", "q": "escaped string",
 def _lua_arguments(text):
     """The arguments of a Lua format string (format-lua.c), numbered in order:
     `%[width][.prec]c`."""
-    text, kinds, at = _bytes_view(text), [], 0
+    text, kinds, at = bytes_view(text), [], 0
     while True:
         at = text.find("%", at) + 1
         if not at:
@@ -587,10 +487,10 @@ def _lua_arguments(text):
         if text[at:at + 1] == "%":
             at += 1
             continue
-        at = _DIGITS.match(text, at).end()
+        at = DIGITS.match(text, at).end()
         if text[at:at + 1] == ".":
-            at = _DIGITS.match(text, at + 1).end()
-        kinds.append(_directive_type(text[at:at + 1], _LUA_TYPES, len(kinds) + 1))
+            at = DIGITS.match(text, at + 1).end()
+        kinds.append(directive_type(text[at:at + 1], _LUA_TYPES, len(kinds) + 1))
         at += 1
 
 
@@ -668,8 +568,8 @@ def _kde_arguments(text):
     gaps = [index + 1 for index, number in enumerate(numbers) if number > index + 1]
     for index, number in enumerate(numbers):
         if gaps and index + 1 >= gaps[0] and number > index + 2:
-            raise _Invalid(f"The string refers to argument number {number} but ignores the "
-                           f"arguments {gaps[0]} and {index + 2}.")
+            raise Invalid(f"The string refers to argument number {number} but ignores the "
+                          f"arguments {gaps[0]} and {index + 2}.")
     return numbers
 
 
@@ -718,57 +618,52 @@ def _smalltalk_arguments(text):
         if char and char in "123456789":
             used.add(int(char))
         elif char != "%":
-            if not char:
-                raise _Invalid(_UNTERMINATED)
-            if " " <= char <= "~":
-                raise _Invalid(f"In the directive number {directive}, the character '{char}' is "
-                               "not a digit between 1 and 9.")
-            raise _Invalid(f"The character that terminates the directive number {directive} is "
-                           "not a digit between 1 and 9.")
+            raise Invalid(conversion_error(directive, char, "a digit between 1 and 9") if char
+                          else UNTERMINATED)
         at += 1
 
 
 def _csharp_arguments(text):
     """How many arguments a C# format string takes (format-csharp.c): one more than its highest
     `{n[,width][:format]}`; `{{` and `}}` are braces."""
-    text = _bytes_view(text)
+    text = bytes_view(text)
     count, directive, at, end = 0, 0, 0, len(text)
     while at < end:
         char = text[at]
         at += 1
         if char == "}":
             if text[at:at + 1] != "}":
-                raise _Invalid("The string starts in the middle of a directive: found '}' without "
-                               "matching '{'." if directive == 0 else
-                               f"The string contains a lone '}}' after directive number {directive}.")
+                raise Invalid("The string starts in the middle of a directive: found '}' without "
+                              "matching '{'." if directive == 0 else
+                              f"The string contains a lone '}}' after directive number {directive}.")
             at += 1
         elif char == "{" and text[at:at + 1] == "{":
             at += 1
         elif char == "{":
             directive += 1
-            number = _DIGITS.match(text, at).group()
+            number = DIGITS.match(text, at).group()
             if not number:
-                raise _Invalid(f"In the directive number {directive}, '{{' is not followed by an "
-                               "argument number.")
+                raise Invalid(f"In the directive number {directive}, '{{' is not followed by an "
+                              "argument number.")
             at += len(number)
             if text[at:at + 1] == ",":
                 at += 1 + (text[at + 1:at + 2] == "-")
-                width = _DIGITS.match(text, at).end()
+                width = DIGITS.match(text, at).end()
                 if width == at:
-                    raise _Invalid(f"In the directive number {directive}, ',' is not followed by "
-                                   "a number.")
+                    raise Invalid(f"In the directive number {directive}, ',' is not followed by "
+                                  "a number.")
                 at = width
             if text[at:at + 1] == ":":
                 close = text.find("}", at)
                 at = end if close < 0 else close
             if at >= end:
-                raise _Invalid("The string ends in the middle of a directive: found '{' without "
-                               "matching '}'.")
+                raise Invalid("The string ends in the middle of a directive: found '{' without "
+                              "matching '}'.")
             if text[at] != "}":
-                raise _Invalid(f"The directive number {directive} ends with an invalid character "
-                               f"'{text[at]}' instead of '}}'." if " " <= text[at] <= "~" else
-                               f"The directive number {directive} ends with an invalid character "
-                               "instead of '}'.")
+                raise Invalid(f"The directive number {directive} ends with an invalid character "
+                              f"'{text[at]}' instead of '}}'." if " " <= text[at] <= "~" else
+                              f"The directive number {directive} ends with an invalid character "
+                              "instead of '}'.")
             at += 1
             count = max(count, int(number) + 1)
     return count
@@ -784,7 +679,7 @@ def _compare_counts(wanted, found, strict, pretty):
 @dataclasses.dataclass(frozen=True)
 class _Language:
     pretty: str  # msgfmt's name of it in messages
-    parse: object  # (text, translated) -> a description of its arguments; raises _Invalid
+    parse: object  # (text, translated) -> a description of its arguments; raises Invalid
     compare: object  # (msgid's, msgstr's, strict, (pretty msgid, pretty msgstr)) -> problem or None
 
 
@@ -797,9 +692,9 @@ _LANGUAGES = {
     "python-brace": _Language("Python brace", lambda text, translated: _brace_arguments(text),
                               lambda a, b, strict, pretty: _compare_names(a, b, strict, pretty, True)),
     "sh": _Language("Shell", lambda text, translated: _sh_arguments(text), _compare_names),
-    "php": _Language("PHP", lambda text, translated: _php_arguments(text), _compare_numbered),
+    "php": _Language("PHP", lambda text, translated: _php_arguments(text), compare_numbered),
     "javascript": _Language("JavaScript", lambda text, translated: _javascript_arguments(text),
-                            lambda a, b, strict, pretty: _compare_numbered(a, b, strict, pretty, "any")),
+                            lambda a, b, strict, pretty: compare_numbered(a, b, strict, pretty, "any")),
     "lua": _Language("Lua", lambda text, translated: _lua_arguments(text), _compare_lua),
     "qt": _Language("Qt", lambda text, translated: _qt_arguments(text), _compare_qt),
     "qt-plural": _Language("Qt plural", lambda text, translated: _qt_plural_arguments(text),
@@ -810,6 +705,15 @@ _LANGUAGES = {
     "smalltalk": _Language("Smalltalk", lambda text, translated: _smalltalk_arguments(text),
                            _compare_used),
     "csharp": _Language("C#", lambda text, translated: _csharp_arguments(text), _compare_counts),
+    **{language: _Language(pretty, lambda text, translated, parse=parse: parse(text), compare_numbered)
+       for language, pretty, parse in [
+           ("java-printf", "Java printf", printf.java_printf_arguments),
+           ("perl", "Perl", printf.perl_arguments), ("tcl", "Tcl", printf.tcl_arguments),
+           ("awk", "awk", printf.awk_arguments), ("boost", "Boost", printf.boost_arguments),
+           ("object-pascal", "Object Pascal", printf.pascal_arguments),
+           ("elisp", "Emacs Lisp", printf.elisp_arguments),
+           ("librep", "librep", printf.librep_arguments),
+       ]},
 }
 _FORMAT_FLAG = re.compile(r"(no-|possible-|impossible-)?(.+)-format")
 _RANGE = re.compile(r"([0-9]+)\.\.([0-9]+)")
@@ -890,13 +794,13 @@ def _format_problem(entry, language, rule):
     pretty_msgid = "msgid_plural" if plural else "msgid"
     try:
         wanted = syntax.parse(_c_string(entry.msgid_plural if plural else entry.msgid), False)
-    except _Invalid:
+    except Invalid:
         return None  # msgfmt checks translations only against a valid msgid
     for form, text in enumerate(entry.msgstr):
         pretty_msgstr = f"msgstr[{form}]" if plural else "msgstr"
         try:
             found = syntax.parse(_c_string(text), True)
-        except _Invalid as error:
+        except Invalid as error:
             return (f"'{pretty_msgstr}' is not a valid {syntax.pretty} format string, unlike "
                     f"'{pretty_msgid}'. Reason: {error.args[0]}")
         problem = syntax.compare(wanted, found, _strict(entry, form, rule),

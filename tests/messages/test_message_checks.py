@@ -45,7 +45,29 @@ PIECES = {
     "smalltalk-format": ["%1", "%2", "%9", "%%", "%0", "%a", "%", "%é"],
     "csharp-format": ["{0}", "{1}", "{0,5}", "{0,-5:x}", "{0:N2}", "{{", "}}", "{", "}", "{a}", "{0,}",
                       "{0x}", "{0:", "{12}"],
+    "java-printf-format": ["%s", "%d", "%1$s", "%2$d", "%<s", "%<d", "%0$s", "%n", "%%", "%-5%", "%#d",
+                           "%,x", "%(a", "%5n", "%.2c", "%tY", "%Tq", "%t", "%5.f", "%.", "%-10.3f",
+                           "%b", "%S", "%2$s", "%3$c", "%'d", "%é"],
+    "perl-format": ["%s", "%d", "%1$s", "%2$d", "%vd", "%*vd", "%*2$vd", "%*d", "%.*f", "%*1$d", "%.*2$f",
+                    "%lld", "%hf", "%lf", "%Lf", "%I64d", "%I32d", "%Id", "%Vd", "%D", "%U", "%_", "%p",
+                    "%n", "%%", "%0$d", "%05.2f", "%", "%q", "%2$s", "%ld"],
+    "tcl-format": ["%s", "%d", "%1$s", "%2$d", "%0$d", "%*d", "%.*f", "%hd", "%ld", "%hs", "%%", "%5%",
+                   "%u", "%hu", "%c", "%", "%q", "%2$*d", "%-5.2e"],
+    "awk-format": ["%s", "%d", "%1$s", "%2$d", "%0$d", "%*d", "%*0$d", "%.*0$f", "%*2$d", "%.*1$f", "%%",
+                   "%u", "%i", "%c", "%", "%q", "%5.2e", "%ld"],
+    "boost-format": ["%s", "%d", "%1%", "%2%", "%1$s", "%2$d", "%|1$s|", "%|s|", "%||", "%|x", "%|2$|",
+                     "%*d", "%*1$d", "%t", "%Tx", "%T", "%n", "%p", "%%", "%", "%q", "%lld", "%S",
+                     "%0%", "%'_=5d", "%|1%|"],
+    "object-pascal-format": ["%s", "%d", "%0:s", "%1:d", "%:s", "%*:d", "%*d", "%.*f", "%-5.2F", "%x",
+                             "%P", "%%", "%", "%q", "%.", "%.x", "%2:m", "%n", "%é"],
+    "elisp-format": ["%s", "%S", "%d", "%1$s", "%2$d", "%0$d", "%*d", "%.*f", "%c", "%%", "%", "%q",
+                     "%i", "%5.2e", "%1$*d"],
+    "librep-format": ["%s", "%S", "%d", "%1$s", "%2$d", "%0$d", "%^5d", "%*d", "%c", "%%", "%", "%i",
+                      "%x", "%.2s"],
 }
+# Strings msgfmt 0.21 cannot be compared on: format-pascal.c grows its array by the wrong
+# count for a `.*` precision, and writes past it after a numbered `%n:` directive.
+MSGFMT_OVERFLOWS = {"object-pascal-format": lambda text: re.search(r"%[0-9]*:", text) and ".*" in text}
 TEXT = ["a", " b", "c ", "\n", "é", "x y", "50", "", "\0", "٥"]  # NUL ends a C string
 RULES = [None, "nplurals=2; plural=(n != 1);", "nplurals=1; plural=0;", "nplurals=2; plural=n>1;",
          "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
@@ -65,8 +87,11 @@ def random_catalog(rng, count, plural_forms):
 
     def text(language, source=False):  # a NUL would make msgids alike (msgfmt cuts there)
         words = [word for word in TEXT if not (source and "\0" in word)]
-        return "".join(rng.choice(PIECES[language]) if rng.random() < 0.55 else rng.choice(words)
-                       for _ in range(rng.randint(0, 4)))
+        while True:
+            value = "".join(rng.choice(PIECES[language]) if rng.random() < 0.55 else rng.choice(words)
+                            for _ in range(rng.randint(0, 4)))
+            if not MSGFMT_OVERFLOWS.get(language, lambda text: False)(value):
+                return value
 
     def flag_line(language):
         flags = [rng.choice([language, language, "possible-" + language, "no-" + language])]
@@ -118,14 +143,15 @@ def same_message(ours, theirs):
 
 @pytest.mark.parametrize("seed,plural_forms", list(enumerate(RULES)))
 def test_every_problem_msgfmt_finds_is_found_in_its_words_and_no_other(tmp_path, seed, plural_forms):
-    """1,500 random translated entries per plural rule: the lines msgfmt --check refuses are
-    exactly ours, with msgfmt's message."""
-    text = random_catalog(random.Random(seed), 1500, plural_forms)
+    """100 random translated entries per language and plural rule: the lines msgfmt --check
+    refuses are exactly ours, with msgfmt's message."""
+    count = 100 * len(PIECES)
+    text = random_catalog(random.Random(seed), count, plural_forms)
     path = tmp_path / "t.po"
     path.write_text(text, encoding="utf-8")
     theirs = msgfmt_problems(path)
     ours = dict(catalog_problems(parse_po(text, str(path))))  # what translate-po refuses
-    assert len(theirs) > 150  # the catalog exercises the check
+    assert len(theirs) > count / 15  # the catalog exercises the check
     assert set(ours) == set(theirs)
     assert all(any(same_message(ours[line], message) for message in theirs[line]) for line in ours)
 
