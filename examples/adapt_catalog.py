@@ -125,8 +125,8 @@ def main(argv=None):
     )
     with open(os.path.join(args.run, "adaptation.json"), "w") as f:
         json.dump(figures, f, indent=2)
-    print(f"\n{domain}: {figures['translated_half']} texts kept translated, "
-          f"{figures['filled_half']} filled; sacreBLEU of the filled half against its human "
+    print(f"\n{domain}: {figures['translated_half']} translations kept, "
+          f"{figures['filled_half']} texts filled; sacreBLEU of the filled half against its human "
           "translations:")
     print(f"  copying the English:               {figures['bleu']['copy']:6.2f}")
     print(f"  translator as trained:             {figures['bleu']['before']:6.2f}")

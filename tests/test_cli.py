@@ -551,7 +551,7 @@ def test_adapt_po_end_to_end(capsys, real_model, catalog, tmp_path):
                          "--rank", "2", "--epochs", "3", "--lora-weights", adapters)
     assert (code, out) == (0, ""), err
     lines = err.splitlines()
-    assert lines[0].startswith(f"{output}: adapted on 1 translated messages (1 pieces): "
+    assert lines[0].startswith(f"{output}: adapted on 1 translations (1 pieces): "
                                "3 steps in 3 epochs") and len(lines) == 2
     assert lines[1] == (f"Fill the catalog's untranslated entries with: keras-transformer "
                         f"translate-po {catalog} --model {output} -o OUTPUT.po")

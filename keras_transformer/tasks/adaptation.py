@@ -35,7 +35,8 @@ class Adaptation:
     """What `adapt_translator` did.
 
     Args:
-        messages: the message pairs given.
+        pairs: the `(message, translation)` pairs given (a plural entry gives
+            two: its singular and its plural).
         pieces: the distinct protected pieces they gave, and that fit the
             model's `max_length` (what was trained on).
         epochs: passes made over the pieces.
@@ -45,7 +46,7 @@ class Adaptation:
         losses: the training loss of each epoch, first to last.
     """
 
-    messages: int
+    pairs: int
     pieces: int
     epochs: int
     steps: int
@@ -55,7 +56,7 @@ class Adaptation:
 
     def summary(self):
         """One line: what was trained on, for how long, and the loss before and after."""
-        return (f"adapted on {self.messages:,} translated messages ({self.pieces:,} pieces): "
+        return (f"adapted on {self.pairs:,} translations ({self.pieces:,} pieces): "
                 f"{self.steps:,} steps in {self.epochs} epochs, {self.seconds:.0f} s, "
                 f"{self.trainable_weights:,} weights trained (LoRA), training loss "
                 f"{self.losses[0]:.3f} -> {self.losses[-1]:.3f}")
@@ -141,7 +142,7 @@ def adapt_translator(translator, pairs, rank=8, epochs=12, learning_rate=2e-3,
                         verbose=verbose)
     losses = tuple(float(loss) for loss in history.history["loss"])
     return Adaptation(
-        messages=len(pairs), pieces=len(data.sources), epochs=len(losses),
+        pairs=len(pairs), pieces=len(data.sources), epochs=len(losses),
         steps=int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
         trainable_weights=int(sum(np.prod(w.shape) for w in model.trainable_weights)),
         seconds=time.perf_counter() - start, losses=losses,

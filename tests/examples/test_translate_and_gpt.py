@@ -110,6 +110,27 @@ def test_translate_smoke_writes_translator_template_heatmap_and_scores(tmp_path,
     assert len(filled) == len(polib.pofile(template)) > 0
     assert all(entry.translated() or "fuzzy" in entry.flags for entry in filled)
 
+    # The adaptation example on the same run: half the catalog kept, the other half filled
+    # before and after adapt-po; its BLEUs are those of the files it wrote.
+    adaptation = load_example("adapt_catalog")
+    figures = adaptation.main(["--run", str(tmp_path), "--epochs", "2", "--beam-size", "2"])
+    name = lambda suffix: str(tmp_path / (figures["program"] + suffix))  # noqa: E731
+    human = adaptation.keyed_pairs(figures["catalog"])
+    kept = adaptation.keyed_pairs(name(".half.po"))
+    assert kept and all(human[key] == text for key, text in kept.items())
+    references = {key: text for key, text in human.items() if key not in kept}
+    assert (figures["translated_half"], figures["filled_half"]) == (len(kept), len(references))
+    assert figures["filled_half"] > 0
+    for stage in ("before", "after"):
+        found = adaptation.keyed_pairs(name(f".{stage}.po"))
+        assert {key: found[key] for key in kept} == kept  # translate-po keeps what exists
+        keys = sorted(references, key=str)
+        assert figures["bleu"][stage] == sacrebleu.corpus_bleu(
+            [found[key] for key in keys], [[references[key] for key in keys]]).score
+        assert figures["msgfmt_accepts"][stage] is True
+    adapted = keras.saving.load_model(name(".adapted.keras"), safe_mode=True)
+    assert isinstance(adapted, kt.Translator) and adapted.target_language == "de"
+
 
 @pytest.mark.slow  # a script in a subprocess: once is enough (its library is tested everywhere)
 def test_gpt_smoke_reports_perplexity_and_samples(tmp_path):

@@ -55,10 +55,10 @@ def test_only_the_adapters_train_and_the_loss_on_the_pairs_falls(make_translator
     batches = kt.data.TranslationBatches(
         translation_pairs(PAIRS), translator.tokenizer,
         tokens_per_batch=1024, max_length=64, drop_remainder=False)
-    assert (result.messages, result.pieces) == (len(PAIRS), len(batches.sources))
+    assert (result.pairs, result.pieces) == (len(PAIRS), len(batches.sources))
     assert result.epochs == 20 and result.steps == 20 * len(batches)
     assert len(result.losses) == 20 and result.losses[-1] < result.losses[0]
-    assert "adapted on 6 translated messages" in result.summary()
+    assert "adapted on 6 translations (6 pieces): " in result.summary()
 
     model.compile()  # the recipe's loss, as before
     assert model.evaluate(_batches(translator), verbose=0)[0] < loss_before - 0.5
