@@ -12,6 +12,7 @@ from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
 from keras_transformer.layers.sublayer_call import invoke
 from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
+from keras_transformer.models import calibration_stages
 from keras_transformer.models import host_checks
 from keras_transformer.models import lora
 from keras_transformer.models import presets
@@ -376,14 +377,71 @@ class TransformerModel(keras.Model):
         """`keras.Model.quantize`; the next `generate` compiles its decode loop afresh (the
         loops compiled before captured the float weights).
 
+        `"gptq"` and `"awq"` calibrate on data, block after block, through the
+        stages of `get_quantization_layer_structure`; they quantize the Dense
+        layers of the blocks only (the token embedding and an untied output
+        projection keep the compute dtype, as in keras-hub), and refuse a config
+        without `dataset` or `tokenizer` before changing any layer.
+
         Args:
             mode: `"int8"`, `"int4"`, `"float8"`, `"gptq"` or `"awq"`.
-            config: a Keras `QuantizationConfig`, or None for the mode's default.
+            config: a Keras `QuantizationConfig`, or None for the mode's default
+                (`"gptq"` and `"awq"` need a `keras.quantizers.GPTQConfig` or
+                `AWQConfig` with a `dataset` and a `tokenizer`).
             filters: which layers to quantize (Keras' regex, list or callable).
             **kwargs: further arguments of `keras.Model.quantize`.
+
+        Example:
+        >>> import keras, numpy as np, keras_transformer as kt
+        >>> model = kt.DecoderOnly.from_preset("llama_tiny")
+        >>> ids = np.random.default_rng(0).integers(4, 128, size=(64, 32))  # your token ids
+        >>> config = keras.quantizers.GPTQConfig(
+        ...     dataset=ids, tokenizer=object(),  # Keras asks for one; it reads only texts
+        ...     num_samples=8, sequence_length=32, group_size=32)
+        >>> model.quantize("gptq", config=config)  # doctest: +SKIP
+        >>> model.blocks[0].feed_forward.outer.dtype_policy.name  # doctest: +SKIP
+        'gptq/4/32_from_float32'
         """
+        calibrated = mode in calibration_stages.CALIBRATED_MODES
+        if calibrated:
+            calibration_stages.check_config(self, mode, config)  # before any layer changes
+            structure = (config.quantization_layer_structure
+                         or self.get_quantization_layer_structure(mode))
+            filters = calibration_stages.within_blocks(structure, filters)
         super().quantize(mode, config=config, filters=filters, **kwargs)
         clear_compiled(self)
+        if calibrated:
+            calibration_stages.warn_if_unsaveable(mode)
+
+    def get_quantization_layer_structure(self, mode=None):
+        """The stages `quantize("gptq")` and `quantize("awq")` calibrate one after the other.
+
+        A pre-block stage embeds each calibration window (as `embed` does,
+        without dropout), then one stage per block runs it as the forward pass
+        does (`run_stack`), encoder blocks before decoder blocks; an
+        `EncoderDecoder` makes each window a source (its first half) and a
+        target (`start_id`, then the second half). See
+        `keras_transformer.models.calibration_stages` for the details and for
+        the calibration text to pass.
+
+        Args:
+            mode: the quantization mode; None for modes other than `"gptq"` and `"awq"`.
+
+        Returns:
+            `{"pre_block_layers": [...], "sequential_blocks": [...]}`, or None.
+
+        Example:
+        >>> import keras_transformer as kt
+        >>> model = kt.EncoderDecoder.from_preset("transformer_tiny")
+        >>> structure = model.get_quantization_layer_structure("gptq")
+        >>> [stage.name for stage in structure["sequential_blocks"]]
+        ['encoder_block_0_stage', 'encoder_block_1_stage', 'decoder_block_0_stage', 'decoder_block_1_stage']
+        >>> model.get_quantization_layer_structure("int8") is None
+        True
+        """
+        if mode not in calibration_stages.CALIBRATED_MODES:
+            return None
+        return calibration_stages.quantization_layer_structure(self)
 
     # --- export ----------------------------------------------------------------
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,

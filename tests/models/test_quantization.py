@@ -5,6 +5,9 @@ path) passed as `dtype`, as it does keras-hub's backbones; the tied token embedd
 `ReversibleEmbedding`, so its table and the output projection quantize too (int8, int4).
 """
 
+import re
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -98,3 +101,204 @@ def test_an_unquantized_model_keeps_a_plain_dtype_policy():
 def test_an_unknown_mode_is_refused_naming_the_argument():
     with pytest.raises(ValueError, match=r"mode=int3"):
         _decoder_only().quantize("int3")
+
+
+# --- GPTQ and AWQ: calibrated on data through `get_quantization_layer_structure` -------------
+# Tiny models (d_model 16) keep Keras' column-by-column GPTQ loop short: JAX compiles each of its
+# eager steps. A group of 16 weights spans a projection's whole input (two groups for the
+# feed-forward output): with smaller groups, one whose weights are all positive gets a negative
+# zero point, which Keras 3.15.1 casts to uint8 (on torch it wraps to ~250: a wild kernel).
+CALIBRATED = ("gptq", "awq")
+GROUP = 16
+CALIBRATION_IDS = np.random.default_rng(1).integers(4, 64, size=(64, 32))  # 2048 ids
+HELD_OUT_IDS = np.random.default_rng(101).integers(4, 64, size=(4, 32)).astype("int32")
+
+
+def _llama():  # rotary, RMSNorm, SwiGLU, grouped-query attention, no biases; two blocks
+    return kt.DecoderOnly.from_preset("llama_tiny", vocab_size=64, d_model=16, num_heads=2,
+                                      num_kv_heads=1, d_ff=32)
+
+
+def _translator():  # post-LN, sinusoids, one encoder and one decoder block
+    return kt.EncoderDecoder.from_preset("transformer_tiny", dropout=0.0, vocab_size=64,
+                                         d_model=16, num_heads=2, d_ff=32, num_layers=1)
+
+
+def _calibration_config(mode, dataset=CALIBRATION_IDS, **overrides):
+    # 8 windows of 32 ids: 256 tokens per projection, 8 or more per input feature (fewer
+    # leave GPTQ's Hessian near singular). Keras asks for a tokenizer; ids need none.
+    config_class = {"gptq": keras.quantizers.GPTQConfig, "awq": keras.quantizers.AWQConfig}[mode]
+    arguments = dict(dataset=dataset, tokenizer=object(), num_samples=8, sequence_length=32,
+                     group_size=GROUP)
+    return config_class(**{**arguments, **overrides})
+
+
+def _held_out(model):
+    if isinstance(model, kt.EncoderDecoder):
+        return {"source": HELD_OUT_IDS[:, :16], "target": HELD_OUT_IDS[:, 16:]}
+    return HELD_OUT_IDS
+
+
+def _block_projections(model):
+    """The Dense layers of the blocks, by path without the model's name."""
+    return {layer.path.split("/", 1)[1]: layer for layer in model._flatten_layers()
+            if isinstance(layer, keras.layers.Dense) and "block_" in layer.path}
+
+
+def _quantized_policies(model):
+    """`{path: policy name}` of the quantized layers; a layer built from a `DTypePolicyMap`
+    holds the map, which gives its own policy by path."""
+    policies = {}
+    for layer in model._flatten_layers():
+        if layer.quantization_mode is not None:
+            policy = layer.dtype_policy
+            if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+                policy = policy[layer.path]
+            policies[layer.path] = policy.name
+    return policies
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    """`(build, mode) -> quantized model, its inputs, float32 logits`; made once per module,
+    since calibrating takes seconds (Keras runs `gc.collect()` for each quantized layer)."""
+    made = {}
+
+    def get(build, mode):
+        if (build, mode) not in made:
+            keras.utils.set_random_seed(0)
+            model = build()
+            inputs = _held_out(model)
+            before = ops.convert_to_numpy(model(inputs))
+            model.__dict__["_decode_functions"] = {"compiled before": None}  # see clear_compiled
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Keras' progress bar, the saving warning
+                model.quantize(mode, config=_calibration_config(mode))
+            made[build, mode] = model, inputs, before
+        return made[build, mode]
+
+    return get
+
+
+@pytest.mark.parametrize("mode", CALIBRATED)
+@pytest.mark.parametrize("build", [_llama, _translator], ids=["DecoderOnly", "EncoderDecoder"])
+def test_gptq_and_awq_quantize_every_block_projection_and_keep_the_logits(calibrated, build,
+                                                                           mode):
+    model, inputs, before = calibrated(build, mode)
+    policies = _quantized_policies(model)
+    assert set(policies) == {layer.path for layer in _block_projections(model).values()}
+    assert set(policies.values()) == {f"{mode}/4/{GROUP}_from_float32"}  # bits and group
+    assert model.token_embedding.quantization_mode is None  # Keras calibrates blocks only
+    assert "_decode_functions" not in model.__dict__  # generate compiles afresh
+    logits = ops.convert_to_numpy(model(inputs))
+    assert not np.array_equal(logits, before)
+    # 4-bit weights, as int4: at most 15% of the largest logit here (the translator; the
+    # LLaMA model 3%) on the three backends, against 90% for a kernel with a wrapped zero point.
+    assert np.abs(logits - before).max() < TOLERANCE["int4"] * np.abs(before).max()
+    assert _generate(model, inputs).shape[0] == len(HELD_OUT_IDS)
+    # The configuration keeps each layer's policy (mode, bits, group size) by path, so a model
+    # rebuilt from it has the same quantized layers.
+    rebuilt = type(model).from_config(model.get_config())
+    assert _quantized_policies(rebuilt) == policies
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
+    "Keras 3.15.1's Dense.save_own_variables leaves out the GPTQ/AWQ zero points (kernel_zero) "
+    "that load_own_variables expects: 'expected 5 variables, but received 4' (as for a "
+    "one-layer keras.Sequential; see test_a_saving_warning_says_when_keras_cannot_reload_gptq)"))
+@pytest.mark.parametrize("mode", CALIBRATED)
+@pytest.mark.parametrize("build", [_llama, _translator], ids=["DecoderOnly", "EncoderDecoder"])
+def test_a_gptq_or_awq_model_saves_and_loads_to_the_same_outputs(calibrated, build, mode,
+                                                                   tmp_path):
+    model, inputs, _ = calibrated(build, mode)
+    path = str(tmp_path / f"{mode}.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_allclose(ops.convert_to_numpy(restored(inputs)),
+                               ops.convert_to_numpy(model(inputs)), atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(_generate(restored, inputs), _generate(model, inputs))
+
+
+@pytest.mark.parametrize("mode", CALIBRATED)
+def test_a_saving_warning_says_when_keras_cannot_reload_gptq(mode, tmp_path):
+    # The Keras behaviour itself, on a one-layer model: the warning is given exactly when the
+    # file does not load.
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(4, dtype=f"{mode}/4/8_from_float32")])
+    model.save(str(tmp_path / "dense.keras"))
+    try:
+        keras.saving.load_model(str(tmp_path / "dense.keras"))
+        loads = True
+    except ValueError as error:
+        assert re.search(r"expected (\d) variables, but received (?!\1)\d", str(error))
+        loads = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kt.models.calibration_stages.warn_if_unsaveable(mode)
+    assert [str(w.message).split(" saves ")[0] for w in caught] == (
+        [] if loads else [f"Keras {keras.version()}"])
+
+
+def _round_to_nearest(kernel):
+    """GPTQ's grid without its error feedback: 4 bits, min-max asymmetric, groups of GROUP
+    inputs, each weight rounded to its nearest level."""
+    inputs, outputs = kernel.shape
+    groups = kernel.T.reshape(outputs, inputs // GROUP, GROUP)
+    low, high = groups.min(-1, keepdims=True), groups.max(-1, keepdims=True)
+    scale = (high - low) / 15
+    zero = np.round(-low / scale)
+    levels = np.clip(np.round(groups / scale) + zero, 0, 15)
+    return ((levels - zero) * scale).reshape(outputs, inputs).T
+
+
+def test_gptq_is_closer_to_float32_than_rounding_to_nearest(calibrated):
+    model, inputs, before = calibrated(_llama, "gptq")
+    keras.utils.set_random_seed(0)
+    rounded = _llama()
+    for layer in _block_projections(rounded).values():
+        layer.kernel.assign(_round_to_nearest(ops.convert_to_numpy(layer.kernel)))
+    gptq_error = np.abs(ops.convert_to_numpy(model(inputs)) - before).mean()
+    rounding_error = np.abs(ops.convert_to_numpy(rounded(inputs)) - before).mean()
+    # On ids it has not seen: 25-35% less on the three backends (two calibration draws).
+    assert gptq_error < rounding_error
+
+
+@pytest.mark.parametrize("mode", CALIBRATED)
+def test_the_calibration_data_decides_the_quantized_weights(calibrated, mode):
+    # Other ids give other statistics, hence other weights: GPTQ (error feedback through the
+    # Hessian) and AWQ (per-input scales) read the data each block sees, the decoder's too.
+    model, _, _ = calibrated(_translator, mode)
+    keras.utils.set_random_seed(0)
+    other = _translator()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        other.quantize(mode, config=_calibration_config(mode, dataset=CALIBRATION_IDS[:, ::-1]))
+    first, second = _block_projections(model), _block_projections(other)
+    for path in ("encoder_block_0/feed_forward/inner", "decoder_block_0/cross_attention/query"):
+        assert not np.array_equal(ops.convert_to_numpy(first[path].quantized_kernel),
+                                  ops.convert_to_numpy(second[path].quantized_kernel)), path
+    if mode == "awq":
+        assert not np.allclose(ops.convert_to_numpy(first[path].awq_scales), 1.0)
+
+
+@pytest.mark.parametrize("mode", CALIBRATED)
+def test_gptq_and_awq_refuse_a_config_without_data_before_changing_a_layer(mode):
+    model = _llama()
+    with pytest.raises(ValueError, match=rf"For {mode.upper()}, you must pass an? `\w+Config`"):
+        model.quantize(mode)
+    with pytest.raises(ValueError, match=r"needs a dataset and a tokenizer; received "
+                                         r"dataset=None and tokenizer=None"):
+        model.quantize(mode, config=_calibration_config(mode, dataset=None, tokenizer=None))
+    with pytest.raises(ValueError, match=r"needs a tokenizer; received tokenizer=None"):
+        model.quantize(mode, config=_calibration_config(mode, tokenizer=None))
+    with pytest.raises(ValueError, match=r"`sequence_length` must be at least 2; received 1"):
+        _translator().quantize(mode, config=_calibration_config(mode, sequence_length=1))
+    assert all(layer.quantization_mode is None for layer in model._flatten_layers())
+
+
+def test_the_calibration_filter_keeps_the_block_projections_a_user_filter_keeps():
+    model = _llama()
+    structure = model.get_quantization_layer_structure("gptq")
+    keep = kt.models.calibration_stages.within_blocks(structure, ["qkv", "outer", "output_proj"])
+    kept = {layer.path.split("/", 1)[1] for layer in model._flatten_layers() if keep(layer)}
+    assert kept == {f"block_{i}/{name}" for i in (0, 1)
+                    for name in ("self_attention/qkv", "feed_forward/outer")}
