@@ -19,11 +19,12 @@ problem of one entry:
 
 The languages checked, each ported from gettext's format-*.c: c, objc,
 python, python-brace, sh, php, javascript, lua, qt, qt-plural, kde,
-perl-brace, smalltalk, csharp, java-printf, perl, tcl, awk, boost,
-object-pascal, elisp, librep (the printf-like ones in
-`format_strings.printf`). Not checked (msgfmt does check them): java
-(MessageFormat), ruby, gcc-internal, gfc-internal, scheme, lisp, kde-kuit,
-ycp.
+kde-kuit, perl-brace, smalltalk, ycp, csharp, java (MessageFormat),
+java-printf, perl, tcl, awk, boost, object-pascal, elisp, librep, ruby,
+gcc-internal, gfc-internal (the parsers of the later ones are in the
+`format_strings` package; KUIT markup is read by the libxml2 msgfmt links,
+and goes unchecked where it cannot be loaded). Not checked (msgfmt does
+check them): scheme, lisp.
 
 An entry is checked when msgfmt compiles it: not obsolete, not fuzzy, with a
 first form that is not empty.
@@ -49,14 +50,23 @@ from keras_transformer.messages.format_strings.common import argument_number
 from keras_transformer.messages.format_strings.common import Arguments
 from keras_transformer.messages.format_strings.common import bytes_view
 from keras_transformer.messages.format_strings.common import c_order
+from keras_transformer.messages.format_strings.common import compare_named
 from keras_transformer.messages.format_strings.common import compare_numbered
+from keras_transformer.messages.format_strings.common import compare_positional
 from keras_transformer.messages.format_strings.common import conversion_error
 from keras_transformer.messages.format_strings.common import DIGITS
 from keras_transformer.messages.format_strings.common import directive_type
+from keras_transformer.messages.format_strings.common import gapless
 from keras_transformer.messages.format_strings.common import Invalid
+from keras_transformer.messages.format_strings.common import MIXES_NAMED
+from keras_transformer.messages.format_strings.common import numbered_star
 from keras_transformer.messages.format_strings.common import UNTERMINATED
 from keras_transformer.messages.format_strings.common import width_and_precision
+from keras_transformer.messages.format_strings import gcc
+from keras_transformer.messages.format_strings import java
+from keras_transformer.messages.format_strings import kuit
 from keras_transformer.messages.format_strings import printf
+from keras_transformer.messages.format_strings import ruby
 from keras_transformer.messages.plural_forms import PluralRule
 
 __all__ = ["format_flags_in_effect", "is_checked", "message_problem"]
@@ -94,7 +104,7 @@ def _c_arguments(text, translated, objc=False):
         number, at = argument_number(text, at, directive)
         while at < end and (text[at] in " +-#0'" or translated and text[at] == "I"):
             at += 1
-        at = width_and_precision(text, at, directive, arguments, _INTEGER)
+        at = width_and_precision(text, at, numbered_star(text, directive, arguments, _INTEGER))
         if text[at:at + 1] == "<":
             macro = _PRI.match(text, at)
             if not macro or not macro.group(2):
@@ -148,31 +158,13 @@ def _c_arguments(text, translated, objc=False):
         if kind is not None:
             arguments.add(number, kind)
         at += 1
-    types = arguments.types()
-    for index, number in enumerate(sorted(types), start=1):
-        if number != index:
-            raise Invalid(f"The string refers to argument number {number} but ignores "
-                          f"argument number {index}.")
-    return [types[number] for number in sorted(types)]
-
-
-def _compare_c(msgid_types, msgstr_types, strict, pretty):
-    msgid, msgstr = pretty
-    if len(msgid_types) != len(msgstr_types) if strict else len(msgid_types) < len(msgstr_types):
-        return f"number of format specifications in '{msgid}' and '{msgstr}' does not match"
-    for index, (wanted, found) in enumerate(zip(msgid_types, msgstr_types), start=1):
-        if wanted != found:
-            return (f"format specifications in '{msgid}' and '{msgstr}' for argument {index} "
-                    "are not the same")
-    return None
+    return gapless(arguments.types())
 
 
 # Python %-format types (format-python.c).
 _ANY, _PY_CHAR, _PY_STRING, _PY_INTEGER, _PY_FLOAT = "any", "char", "string", "integer", "float"
 _PY_CONVERSIONS = {"c": _PY_CHAR, "s": _PY_STRING, "r": _PY_STRING,
                    **dict.fromkeys("iduoxX", _PY_INTEGER), **dict.fromkeys("eEfgG", _PY_FLOAT)}
-_MIXES_NAMED = ("The string refers to arguments both through argument names and through "
-                "unnamed argument specifications.")
 
 
 @dataclasses.dataclass
@@ -188,7 +180,7 @@ def _python_arguments(text):
 
     def add_unnamed(kind):
         if named:
-            raise Invalid(_MIXES_NAMED)
+            raise Invalid(MIXES_NAMED)
         unnamed.append(kind)
 
     while True:
@@ -245,7 +237,7 @@ def _python_arguments(text):
             raise Invalid(conversion_error(directive, char))
         if name is not None:
             if unnamed:
-                raise Invalid(_MIXES_NAMED)
+                raise Invalid(MIXES_NAMED)
             named.append((name, kind))
         elif kind is not None:
             add_unnamed(kind)
@@ -266,24 +258,14 @@ def _compare_python(msgid_spec, msgstr_spec, strict, pretty):
     if msgid_spec.unnamed and msgstr_spec.named:
         return f"format specifications in '{msgid}' expect a tuple, those in '{msgstr}' expect a mapping"
 
-    def same(wanted, found):
-        return wanted == found or not strict and _ANY in (wanted, found)
-
-    for name in sorted(set(msgid_spec.named) | set(msgstr_spec.named), key=c_order):
-        if name not in msgid_spec.named:
-            return (f"a format specification for argument '{name}', as in '{msgstr}', doesn't "
-                    f"exist in '{msgid}'")
-        if name not in msgstr_spec.named and strict:
-            return f"a format specification for argument '{name}' doesn't exist in '{msgstr}'"
-    for name in sorted(msgstr_spec.named, key=c_order):
-        if not same(msgid_spec.named[name], msgstr_spec.named[name]):
-            return (f"format specifications in '{msgid}' and '{msgstr}' for argument '{name}' "
-                    "are not the same")
+    problem = compare_named(msgid_spec.named, msgstr_spec.named, strict, pretty, _ANY)
+    if problem:
+        return problem
     if msgid_spec.unnamed or msgstr_spec.unnamed:
         if len(msgid_spec.unnamed) != len(msgstr_spec.unnamed):
             return f"number of format specifications in '{msgid}' and '{msgstr}' does not match"
         for index, (wanted, found) in enumerate(zip(msgid_spec.unnamed, msgstr_spec.unnamed), 1):
-            if not same(wanted, found):
+            if not (wanted == found or not strict and _ANY in (wanted, found)):
                 return (f"format specifications in '{msgid}' and '{msgstr}' for argument {index} "
                         "are not the same")
     return None
@@ -573,6 +555,14 @@ def _kde_arguments(text):
     return numbers
 
 
+def _kuit_arguments(text):
+    """A KDE KUIT format string's arguments (format-kde-kuit.c): KDE's, in well-formed markup."""
+    problem = kuit.kuit_problem(text)
+    if problem:
+        raise Invalid(problem)
+    return _kde_arguments(text)
+
+
 def _compare_kde(wanted, found, strict, pretty):
     """format-kde.c's check: msgstr uses msgid's arguments, relaxed all but one."""
     msgid, msgstr = pretty
@@ -684,9 +674,9 @@ class _Language:
 
 
 _LANGUAGES = {
-    "c": _Language("C", _c_arguments, _compare_c),
+    "c": _Language("C", _c_arguments, compare_positional),
     "objc": _Language("Objective C", lambda text, translated: _c_arguments(text, translated, True),
-                      _compare_c),
+                      compare_positional),
     "python": _Language("Python", lambda text, translated: _python_arguments(text),
                         _compare_python),
     "python-brace": _Language("Python brace", lambda text, translated: _brace_arguments(text),
@@ -700,10 +690,12 @@ _LANGUAGES = {
     "qt-plural": _Language("Qt plural", lambda text, translated: _qt_plural_arguments(text),
                            _compare_qt_plural),
     "kde": _Language("KDE", lambda text, translated: _kde_arguments(text), _compare_kde),
+    "kde-kuit": _Language("KDE KUIT", lambda text, translated: _kuit_arguments(text), _compare_kde),
     "perl-brace": _Language("Perl brace", lambda text, translated: _perl_brace_arguments(text),
                             _compare_perl_brace),
     "smalltalk": _Language("Smalltalk", lambda text, translated: _smalltalk_arguments(text),
                            _compare_used),
+    "ycp": _Language("YCP", lambda text, translated: _smalltalk_arguments(text), _compare_used),
     "csharp": _Language("C#", lambda text, translated: _csharp_arguments(text), _compare_counts),
     **{language: _Language(pretty, lambda text, translated, parse=parse: parse(text), compare_numbered)
        for language, pretty, parse in [
@@ -714,6 +706,13 @@ _LANGUAGES = {
            ("elisp", "Emacs Lisp", printf.elisp_arguments),
            ("librep", "librep", printf.librep_arguments),
        ]},
+    "java": _Language("Java MessageFormat", lambda text, translated: java.java_arguments(text),
+                      java.compare_java),
+    "ruby": _Language("Ruby", lambda text, translated: ruby.ruby_arguments(text), ruby.compare_ruby),
+    "gcc-internal": _Language("GCC internal", lambda text, translated: gcc.gcc_internal_arguments(text),
+                              gcc.compare_gcc_internal),
+    "gfc-internal": _Language("GFC internal", lambda text, translated: gcc.gfc_internal_arguments(text),
+                              gcc.compare_gfc_internal),
 }
 _FORMAT_FLAG = re.compile(r"(no-|possible-|impossible-)?(.+)-format")
 _RANGE = re.compile(r"([0-9]+)\.\.([0-9]+)")

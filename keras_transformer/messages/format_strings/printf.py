@@ -8,53 +8,31 @@ from keras_transformer.messages.format_strings.common import ARGUMENT_NUMBER
 from keras_transformer.messages.format_strings.common import argument_number
 from keras_transformer.messages.format_strings.common import Arguments
 from keras_transformer.messages.format_strings.common import bytes_view
+from keras_transformer.messages.format_strings.common import c_unsigned
 from keras_transformer.messages.format_strings.common import conversion_error
 from keras_transformer.messages.format_strings.common import DIGITS
 from keras_transformer.messages.format_strings.common import directive_type
 from keras_transformer.messages.format_strings.common import Invalid
+from keras_transformer.messages.format_strings.common import merging
 from keras_transformer.messages.format_strings.common import MIXES_NUMBERED
+from keras_transformer.messages.format_strings.common import numbered_star
+from keras_transformer.messages.format_strings.common import scan_directives
 from keras_transformer.messages.format_strings.common import typed_arguments
 from keras_transformer.messages.format_strings.common import UNTERMINATED
+from keras_transformer.messages.format_strings.common import zero_number
 from keras_transformer.messages.format_strings.common import width_and_precision
 
 _NONZERO_NUMBER = re.compile(r"([1-9][0-9]*)\$")  # Perl's `m$`: no leading zero
 _FLAGS = re.compile(r"[-+ #0]*")
-
-
-def _scan(text, parse_directive):
-    """Runs `parse_directive(at, directive)` (at: the index after the `%`; it returns the
-    index after the directive) on each directive of `text`, as gettext's loops do."""
-    directive, at = 0, 0
-    while True:
-        at = text.find("%", at) + 1
-        if not at:
-            return
-        directive += 1
-        at = parse_directive(at, directive)
+_PERL_WIDTH = re.compile(r"(?:[1-9][0-9]*)?")
 
 
 def _printf_arguments(text, parse_directive, arguments):
     """The types of `arguments` after `parse_directive(text, at, directive, arguments)` has
     read each directive of the byte view of `text`."""
     text = bytes_view(text)
-    _scan(text, lambda at, directive: parse_directive(text, at, directive, arguments))
+    scan_directives(text, lambda at, directive: parse_directive(text, at, directive, arguments))
     return arguments.types()
-
-
-def _width_and_precision(text, at, star, bare_dot=True):
-    """A width and a `.precision` at `at`, each digits or, where `star` is given, `*` (which
-    calls `star()`); the index after them. `bare_dot`: a `.` without digits is a precision
-    (else it is left for the conversion)."""
-    for prefix in ("", "."):
-        if not text.startswith(prefix, at):
-            break
-        if star and text.startswith(prefix + "*", at):
-            star()
-            at += len(prefix) + 1
-        else:
-            digits = DIGITS.match(text, at + len(prefix)).end()
-            at = digits if bare_dot or digits > at + len(prefix) else at
-    return at
 
 
 # --- Java printf (format-java-printf.c): `%[m$|<][flags][width][.precision]c`.
@@ -133,7 +111,7 @@ _PERL_CONVERSIONS = {"%": None, "c": ("char",), "s": ("string",), "_": ("vector"
 def _perl_number(text, at):
     """An optional `m$` with m from 1: (m or 0, the index after it)."""
     match = _NONZERO_NUMBER.match(text, at)
-    return (int(match.group(1)), match.end()) if match else (0, at)
+    return (c_unsigned(match.group(1)), match.end()) if match else (0, at)
 
 
 def _perl_directive(text, at, directive, arguments):
@@ -149,14 +127,13 @@ def _perl_directive(text, at, directive, arguments):
             arguments.add(vector_number, ("vector",))
     if vector:
         arguments.add(number, ("vector",))
-    for star in ("*", ".*"):
-        if text.startswith(star, at):
-            star_number, at = _perl_number(text, at + len(star))
-            arguments.add(star_number, ("integer", ""))
-        elif star == "*":
-            at = re.compile(r"(?:[1-9][0-9]*)?").match(text, at).end()
-        elif text[at:at + 1] == ".":
-            at = DIGITS.match(text, at + 1).end()
+
+    def star(at, what):
+        star_number, at = _perl_number(text, at)
+        arguments.add(star_number, ("integer", ""))
+        return at
+
+    at = width_and_precision(text, at, star, width=_PERL_WIDTH)
     size = _PERL_SIZES.match(text, at)
     size, at = (_PERL_SIZE[size.group()], size.end()) if size else ("", at)
     char = text[at:at + 1]
@@ -183,7 +160,7 @@ _AWK_TYPES = {"%": None, "c": "character", "s": "string", **dict.fromkeys("id", 
 def _awk_directive(text, at, directive, arguments):
     number, at = argument_number(text, at, directive)
     at = _FLAGS.match(text, at).end()
-    at = width_and_precision(text, at, directive, arguments, "integer")
+    at = width_and_precision(text, at, numbered_star(text, directive, arguments, "integer"))
     kind = directive_type(text[at:at + 1], _AWK_TYPES, directive)
     if kind is not None:
         arguments.add(number, kind)
@@ -210,12 +187,14 @@ def _boost_directive(text, at, directive, arguments):
     number, kind, done = 0, None, False
     match = re.compile(r"[1-9][0-9]*([$%])").match(text, at)
     if match and not (brackets and match.group(1) == "%"):
-        number, at = int(match.group()[:-1]), match.end()
+        number, at = c_unsigned(match.group()[:-1]), match.end()
+        if number == 0:
+            raise Invalid(zero_number(directive))
         done = match.group(1) == "%"
         kind = "any" if done else None
     if not done:
         at = _BOOST_FLAGS.match(text, at).end()
-        at = width_and_precision(text, at, directive, arguments, "integer")
+        at = width_and_precision(text, at, numbered_star(text, directive, arguments, "integer"))
         at = re.compile(r"[hlL]*").match(text, at).end()
         char = text[at:at + 1]
         if brackets and char == "|":
@@ -239,7 +218,7 @@ def _boost_directive(text, at, directive, arguments):
 
 
 def boost_arguments(text):
-    return _printf_arguments(text, _boost_directive, Arguments(exclusive=True))
+    return _printf_arguments(text, _boost_directive, Arguments(exclusive=True, merge=merging("any")))
 
 
 # --- Object Pascal (format-pascal.c): `%[index:][-][width][.precision]c` with 0-based
@@ -262,11 +241,11 @@ def pascal_arguments(text):
         index = re.compile(r"([0-9]*):").match(text, at)
         main = "unnumbered"
         if index:
-            main, at = int(index.group(1) or 0), index.end()
+            main, at = c_unsigned(index.group(1) or 0), index.end()
         elif text.startswith("*:", at):
             main, at = "unknown", at + 2
         at += text[at:at + 1] == "-"
-        at = _width_and_precision(text, at, lambda: unnumbered("integer"), bare_dot=False)
+        at = width_and_precision(text, at, lambda at, what: unnumbered("integer") or at, bare_dot=False)
         char = text[at:at + 1]
         kind = _PASCAL_TYPES.get(char.lower() if char.isascii() else char)
         if not kind:
@@ -279,7 +258,7 @@ def pascal_arguments(text):
             pairs.append((main, kind))
         return at + 1
 
-    _scan(text, directive)
+    scan_directives(text, directive)
     return typed_arguments(pairs)
 
 
@@ -308,16 +287,16 @@ def _current_numbered(text, flags, stars, types, tcl=False):
         if tcl and text[at:at + 1] == "%":
             return at + 1
         match = ARGUMENT_NUMBER.match(text, at)
-        if match and (tcl or int(match.group(1)) > 0):
+        if match and (tcl or c_unsigned(match.group(1)) > 0):
             if tcl:
                 argument_number(text, at, directive)
-            current[0], at = int(match.group(1)), match.end()
+            current[0], at = c_unsigned(match.group(1)), match.end()
         if tcl:
             seen.add(bool(match))
             if len(seen) > 1:
                 raise Invalid(MIXES_NUMBERED)
         at = flags.match(text, at).end()
-        at = _width_and_precision(text, at, stars and (lambda: add("integer")))
+        at = width_and_precision(text, at, stars and (lambda at, what: add("integer") or at))
         short = tcl and text[at:at + 1] == "h"
         at += tcl and text[at:at + 1] in ("h", "l")
         kind = directive_type(text[at:at + 1], types, directive)
@@ -325,7 +304,7 @@ def _current_numbered(text, flags, stars, types, tcl=False):
             add("short " + kind if short and kind.endswith("integer") else kind)
         return at + 1
 
-    _scan(text, directive)
+    scan_directives(text, directive)
     return typed_arguments(pairs)
 
 
