@@ -47,7 +47,8 @@ def gcc_internal_arguments(text):
         number, at = argument_number(text, at, directive)
         flags = re.compile(r"[qlw+#]*").match(text, at).group()
         at += len(flags)
-        if any(flags.count(flag) > most for flag, most in _GCC_FLAGS.items()) or "l" in flags and "w" in flags:
+        if "l" in flags and "w" in flags or any(flags.count(flag) > most
+                                                for flag, most in _GCC_FLAGS.items()):
             raise Invalid(f"In the directive number {directive}, the flags combination is invalid.")
         size = {2: " long long", 1: " long"}.get(flags.count("l"), " wide" if "w" in flags else "")
         char = text[at:at + 1]
