@@ -76,7 +76,7 @@ def gpt_figures(run, modes, sequence_length, batch_size):
         generator.model.compile()
         start = time.perf_counter()
         figures = generator.model.evaluate(validation, return_dict=True, verbose=0)
-        print(f"| {mode} | {figures['loss']:.4f} | {figures['perplexity']:.2f} | "
+        print(f"| {mode} | {figures['loss']:.5f} | {figures['perplexity']:.3f} | "
               f"{time.perf_counter() - start:.0f} |")
 
 
