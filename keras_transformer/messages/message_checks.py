@@ -21,10 +21,11 @@ The languages checked, each ported from gettext's format-*.c: c, objc,
 python, python-brace, sh, php, javascript, lua, qt, qt-plural, kde,
 kde-kuit, perl-brace, smalltalk, ycp, csharp, java (MessageFormat),
 java-printf, perl, tcl, awk, boost, object-pascal, elisp, librep, ruby,
-gcc-internal, gfc-internal (the parsers of the later ones are in the
-`format_strings` package; KUIT markup is read by the libxml2 msgfmt links,
-and goes unchecked where it cannot be loaded). Not checked (msgfmt does
-check them): scheme, lisp.
+gcc-internal, gfc-internal, lisp, scheme (the parsers of the later ones are
+in the `format_strings` package; KUIT markup is read by the libxml2 msgfmt
+links, and goes unchecked where it cannot be loaded; a Lisp or Scheme string
+on which gettext's code reads or writes memory it never set, where msgfmt's
+verdict cannot be known, goes unchecked too).
 
 An entry is checked when msgfmt compiles it: not obsolete, not fuzzy, with a
 first form that is not empty.
@@ -65,8 +66,12 @@ from keras_transformer.messages.format_strings.common import width_and_precision
 from keras_transformer.messages.format_strings import gcc
 from keras_transformer.messages.format_strings import java
 from keras_transformer.messages.format_strings import kuit
+from keras_transformer.messages.format_strings import lisp
 from keras_transformer.messages.format_strings import printf
 from keras_transformer.messages.format_strings import ruby
+from keras_transformer.messages.format_strings import scheme
+from keras_transformer.messages.format_strings.arglists import compare_lists
+from keras_transformer.messages.format_strings.arglists import Undefined
 from keras_transformer.messages.plural_forms import PluralRule
 
 __all__ = ["format_flags_in_effect", "is_checked", "message_problem"]
@@ -713,6 +718,9 @@ _LANGUAGES = {
                               gcc.compare_gcc_internal),
     "gfc-internal": _Language("GFC internal", lambda text, translated: gcc.gfc_internal_arguments(text),
                               gcc.compare_gfc_internal),
+    "lisp": _Language("Lisp", lambda text, translated: lisp.lisp_arguments(text), compare_lists),
+    "scheme": _Language("Scheme", lambda text, translated: scheme.scheme_arguments(text),
+                        compare_lists),
 }
 _FORMAT_FLAG = re.compile(r"(no-|possible-|impossible-)?(.+)-format")
 _RANGE = re.compile(r"([0-9]+)\.\.([0-9]+)")
@@ -833,6 +841,9 @@ def message_problem(entry, rule=None):
     problem = _newline_problem(entry)
     for flag in format_flags_in_effect(entry.flags):
         language = flag[:-len("-format")]
-        if language in _LANGUAGES:
-            problem = problem or _format_problem(entry, language, rule)
+        if language in _LANGUAGES and not problem:
+            try:
+                problem = _format_problem(entry, language, rule)
+            except Undefined:  # gettext's C code reads memory it never set: msgfmt's verdict is unknown
+                problem = None
     return problem

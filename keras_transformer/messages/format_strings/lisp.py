@@ -1,0 +1,379 @@
+"""Lisp format strings, read as gettext 0.21's format-lisp.c reads them (byte by byte): `~`,
+parameters (digits, signed digits, `'c`, `v`, `#`) apart by commas, the modifiers `:` and `@`,
+then a directive. The directives that nest (`~( ~)`, `~[ ~; ~]`, `~{ ~}`, `~< ~>`) and `~^`
+narrow the argument list constraints of `arglists`; format-scheme.c's parser is this one with
+its own simple directives (`scheme`)."""
+
+import dataclasses
+
+from keras_transformer.messages.format_strings import arglists as al
+from keras_transformer.messages.format_strings.common import bytes_view
+from keras_transformer.messages.format_strings.common import conversion_error
+from keras_transformer.messages.format_strings.common import Invalid
+from keras_transformer.messages.format_strings.common import UNTERMINATED
+
+NIL, CHARACTER, INTEGER, ARGCOUNT, V = range(5)  # parameter types
+I = (al.INTEGER_NULL,)
+II = (al.INTEGER_NULL,) * 2
+ICCI = (al.INTEGER_NULL, al.CHARACTER_NULL, al.CHARACTER_NULL, al.INTEGER_NULL)
+IIIC = (al.INTEGER_NULL,) * 3 + (al.CHARACTER_NULL,)
+IICCI = (al.INTEGER_NULL,) * 2 + (al.CHARACTER_NULL,) * 2 + (al.INTEGER_NULL,)
+IIICC = (al.INTEGER_NULL,) * 3 + (al.CHARACTER_NULL,) * 2
+IIIICCC = (al.INTEGER_NULL,) * 4 + (al.CHARACTER_NULL,) * 3
+THREE = (al.CHARACTER_INTEGER_NULL,) * 3
+_PARAMETER_NAMES = {al.CHARACTER_NULL: "character", al.INTEGER_NULL: "integer"}
+
+
+def _int32(value):
+    """A C `int` of the value (it wraps)."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def cases(letters, meaning):
+    """A directive table's entries for letters in both cases."""
+    return {char: meaning for letter in letters for char in (letter.lower(), letter.upper())}
+
+
+# The simple directives of Common Lisp: (parameter types, the type of the argument they
+# take or None); the others are the parser's own.
+LISP = {
+    **cases("AS", (IIIC, al.OBJECT)), **cases("W", ((), al.OBJECT)),
+    **cases("DBOX", (ICCI, al.INTEGER)), **cases("R", (IICCI, al.INTEGER)),
+    **cases("C", ((), al.CHARACTER)), **cases("F", (IIICC, al.REAL)),
+    **cases("EG", (IIIICCC, al.REAL)), "$": (IIIC, al.REAL),
+    **cases("%&|~I", (I, None)), **cases("\n_", ((), None)), **cases("T", (II, None)),
+}
+
+
+@dataclasses.dataclass
+class Dialect:
+    simple: dict  # char -> (parameter types, argument type or None)
+    indirection: str  # the letters of ~?
+    character_with_parameter: bool  # Scheme's ~c: takes an argument without a parameter only
+    lisp_only: bool  # ~/name/, ~< ~>, ~!
+
+
+_COMMON_LISP = Dialect(LISP, "?", False, True)
+
+
+@dataclasses.dataclass
+class _Spec:
+    directives: int = 0
+
+
+class _Parser:
+    def __init__(self, text, dialect):
+        self.text, self.at, self.dialect = text, 0, dialect
+
+    def char(self, offset=0):
+        return self.text[self.at + offset:self.at + offset + 1]
+
+    def parameters(self, spec, position):
+        params = []
+        while True:
+            kind, value, char = NIL, 0, self.char()
+            if char.isdigit() and char.isascii() or char in ("+", "-") and char:
+                kind, sign = INTEGER, char
+                if char in "+-":
+                    self.at += 1
+                    after = self.char()
+                    if not (after.isdigit() and after.isascii()):
+                        raise Invalid(UNTERMINATED if not after else
+                                      f"In the directive number {spec.directives}, '{sign}' is "
+                                      "not followed by a digit.")
+                while self.char().isdigit() and self.char().isascii():
+                    value = _int32(10 * value + int(self.char()))
+                    self.at += 1
+                value = _int32(-value) if sign == "-" else value
+            elif char == "'":
+                kind = CHARACTER
+                self.at += 1
+                if not self.char():
+                    raise Invalid(UNTERMINATED)
+                self.at += 1
+            elif char in ("V", "v") and char:
+                kind, value = V, position
+                self.at += 1
+                if position >= 0:
+                    position = _int32(position + 1)
+            elif char == "#":
+                kind = ARGCOUNT
+                self.at += 1
+            params.append((kind, value))
+            if self.char() != ",":
+                return params, position
+            self.at += 1
+
+    def parse_upto(self, position, arglist, escape, spec, terminator, separator):
+        """format-lisp.c's parse_upto: reads up to `terminator` (or the end: ""); gives
+        (position, list, escape, separator: 0, 1 or 2 with colon)."""
+        dialect = self.dialect
+        while self.char():
+            self.at += 1
+            if self.text[self.at - 1] != "~":
+                continue
+            colon = atsign = False
+            spec.directives += 1
+            params, position = self.parameters(spec, position)
+            while self.char() in (":", "@") and self.char():
+                colon, atsign = colon or self.char() == ":", atsign or self.char() == "@"
+                self.at += 1
+            char = self.char()
+            self.at += 1
+
+            def check(types):
+                return _check_params(arglist, params, types, spec.directives)
+
+            def take(kind, sublist=None):
+                nonlocal position
+                if position >= 0:
+                    result = al.add_req_type_constraint(arglist, position, kind, sublist)
+                    position = _int32(position + 1)
+                    return result
+                return arglist
+
+            if char in dialect.simple and char:
+                types, kind = dialect.simple[char]
+                arglist = check(types)
+                if kind is not None:
+                    arglist = take(kind)
+            elif char in "Cc" and char and dialect.character_with_parameter:
+                arglist = check(I)
+                if not params or len(params) == 1 and params[0][0] == NIL:
+                    arglist = take(al.CHARACTER)
+            elif char in "Pp" and char:
+                arglist = check(())
+                if colon and position > 0:
+                    position -= 1
+                arglist = take(al.OBJECT)
+            elif char == "*":
+                arglist = check(I)
+                if not params or params[0][0] == NIL:
+                    n = 0 if atsign else 1
+                elif params[0][0] == INTEGER:
+                    n = params[0][1]
+                else:
+                    position = -1
+                    continue
+                if n < 0:
+                    raise Invalid(f"In the directive number {spec.directives}, the argument {n} "
+                                  "is negative.")
+                if atsign:
+                    position = n
+                elif colon:
+                    if n > 0:
+                        position = -1 if position < 0 else position - n if position >= n else 0
+                elif position >= 0:
+                    position = _int32(position + n)
+            elif char in dialect.indirection and char:
+                arglist = check(())
+                arglist = take(al.FORMATSTRING)
+                if atsign:
+                    position = -1
+                elif position >= 0:
+                    arglist = take(al.LIST, al.make_unconstrained_list())
+            elif char == "/" and dialect.lisp_only:
+                arglist = check(())
+                arglist = take(al.OBJECT)
+                end = self.text.find("/", self.at)
+                if end < 0:
+                    raise Invalid("The string ends in the middle of a ~/.../ directive.")
+                self.at = end + 1
+            elif char == "!" and dialect.lisp_only:
+                for kind, value in params:  # nocheck_params
+                    if kind == V:
+                        if value < 0:
+                            raise al.Undefined("~v! at an unknown position")
+                        arglist = al.add_req_type_constraint(arglist, value,
+                                                             al.CHARACTER_INTEGER_NULL)
+                arglist = take(al.FUNCTION)
+                arglist = take(al.OBJECT)
+            elif char == "(":
+                arglist = check(())
+                position, arglist, escape, _ = self.parse_upto(position, arglist, escape, spec,
+                                                                ")", False)
+            elif char == "[":
+                arglist, position, escape = self.conditional(params, colon, atsign, position,
+                                                             arglist, escape, spec)
+            elif char == "{":
+                arglist = check(I)
+                arglist, position = self.iteration(colon, atsign, position, arglist, spec)
+            elif char == "<" and dialect.lisp_only:
+                arglist = check(IIIC)
+                sub_escape = None
+                while True:
+                    position, arglist, sub_escape, sub_separator = self.parse_upto(
+                        position, arglist, sub_escape, spec, ">", True)
+                    if not sub_separator:
+                        break
+                if sub_escape is not None:
+                    position = -1
+                arglist = al.union(arglist, sub_escape)
+            elif char == "^":
+                arglist = check(THREE)
+                if position >= 0 and arglist is not None and al.is_required(arglist, position):
+                    continue  # never taken
+                if arglist is not None:
+                    this_escape = arglist.copy()
+                    if position >= 0:
+                        this_escape = al.add_end_constraint(this_escape, position)
+                    escape = al.union(escape, this_escape)
+                if position >= 0:
+                    arglist = al.add_required_constraint(arglist, position)
+            elif char == ";":
+                if not separator:
+                    raise Invalid(f"In the directive number {spec.directives}, '~;' is used in "
+                                  "an invalid position.")
+                arglist = check(I if terminator == ">" else ())
+                return position, arglist, escape, 2 if colon else 1
+            elif char in ")]}>" and char and (char != ">" or dialect.lisp_only):
+                if terminator != char:
+                    opening = {")": "(", "]": "[", "}": "{", ">": "<"}[char]
+                    raise Invalid(f"Found '~{char}' without matching '~{opening}'.")
+                arglist = check(())
+                return position, arglist, escape, 0
+            else:
+                raise Invalid(conversion_error(spec.directives, char) if char else UNTERMINATED)
+        if terminator:
+            raise Invalid(f"Found '~{chr(ord(terminator) - 1)}' without matching '~{terminator}'.")
+        return position, arglist, escape, 0
+
+    def conditional(self, params, colon, atsign, position, arglist, escape, spec):
+        """~[...~] in its three forms: (list, position, escape)."""
+        directive = spec.directives
+        if atsign and colon:
+            raise Invalid(f"In the directive number {directive}, both the @ and the : modifiers "
+                          "are given.")
+        if atsign:
+            arglist = _check_params(arglist, params, (), directive)
+            nil_list = arglist.copy() if arglist is not None else None
+            if position >= 0:
+                nil_list = al.add_req_type_constraint(nil_list, position, al.LIST, al.ArgList())
+            sub_list = arglist.copy() if arglist is not None else None
+            sub_position, sub_list, escape, _ = self.parse_upto(position, sub_list, escape, spec,
+                                                                "]", False)
+            if position >= 0:
+                position = position + 1 if sub_list is None or sub_position == position + 1 else -1
+            return al.union(nil_list, sub_list), position, escape
+        if colon:
+            arglist = _check_params(arglist, params, (), directive)
+            if position >= 0:
+                arglist = al.add_req_type_constraint(arglist, position, al.OBJECT)
+                position += 1
+            union_position, union_list = -2, None
+            sub_list = arglist.copy() if arglist is not None else None
+            if position >= 0:
+                sub_list = al.add_req_type_constraint(sub_list, position - 1, al.LIST, al.ArgList())
+            sub_position, sub_list, escape, sub_separator = self.parse_upto(
+                position, sub_list, escape, spec, "]", True)
+            if not sub_separator:
+                raise Invalid(f"In the directive number {spec.directives}, '~:[' is not followed by "
+                              "two clauses, separated by '~;'.")
+            if sub_list is not None:
+                union_position = sub_position
+            union_list = al.union(union_list, sub_list)
+            sub_list = arglist.copy() if arglist is not None else None
+            sub_position, sub_list, escape, _ = self.parse_upto(position, sub_list, escape, spec,
+                                                                "]", False)
+            if sub_list is not None:
+                union_position = _merge_position(union_position, sub_position)
+            union_list = al.union(union_list, sub_list)
+            return union_list, position if union_position == -2 else union_position, escape
+        arglist = _check_params(arglist, params, I, directive)
+        arg_position = -1
+        if not (params and params[0][0] != NIL) and position >= 0:
+            arg_position = position
+            arglist = al.add_req_type_constraint(arglist, position, al.OBJECT)
+            position += 1
+        union_position, union_list, last = -2, None, False
+        while True:
+            sub_list = arglist.copy() if arglist is not None else None
+            sub_position, sub_list, escape, sub_separator = self.parse_upto(
+                position, sub_list, escape, spec, "]", not last)
+            if not last and arg_position >= 0:
+                sub_list = al.add_req_type_constraint(sub_list, arg_position, al.INTEGER)
+            if sub_list is not None:
+                union_position = _merge_position(union_position, sub_position)
+            union_list = al.union(union_list, sub_list)
+            if sub_separator == 2:
+                last = True
+            if not sub_separator:
+                break
+        if not last:
+            union_position = _merge_position(union_position, position)
+            if arglist is not None:
+                union_list = al.union(union_list, arglist.copy())
+        return union_list, position if union_position == -2 else union_position, escape
+
+    def iteration(self, colon, atsign, position, arglist, spec):
+        """~{...~}: (list, position)."""
+        empty_body = self.char() == "~"
+        sub_spec = _Spec()
+        sub_position, sub_list, sub_escape, _ = self.parse_upto(
+            0, al.make_unconstrained_list(), None, sub_spec, "}", False)
+        spec.directives += sub_spec.directives
+        if empty_body and sub_spec.directives == 1 and position >= 0:
+            arglist = al.add_req_type_constraint(arglist, position, al.FORMATSTRING)
+            position += 1
+        sub_list = al.union(sub_list, sub_escape)  # ~{ catches ~^
+        if colon:
+            sub_list = al.make_repeated_list_of_lists(sub_list)
+        elif sub_list is None:
+            sub_list = al.ArgList()
+        elif sub_position <= 0:
+            sub_list = al.make_union_with_empty_list(sub_list)
+        else:
+            sub_list = al.make_repeated_list(sub_list, sub_position)
+        if atsign:
+            if arglist is not None and position >= 0:
+                al.shift_list(sub_list, position)
+                arglist = al.make_intersected_list(arglist, sub_list)
+            return arglist, -1
+        if position >= 0:
+            arglist = al.add_req_type_constraint(arglist, position, al.LIST, sub_list)
+            position += 1
+        return arglist, position
+
+
+def _merge_position(union_position, sub_position):
+    """The position after alternatives: -2 none yet, -1 unknown (they differ)."""
+    if union_position == -2:
+        return sub_position
+    return -1 if sub_position < 0 or sub_position != union_position else union_position
+
+
+def _check_params(arglist, params, types, directive):
+    """format-lisp.c's check_params: the parameters' types against `types`; a `v` parameter
+    constrains its argument, beyond `types` to NIL. The list."""
+    for index, (kind, value) in enumerate(params[:len(types)], start=1):
+        wanted = types[index - 1]
+        given = {CHARACTER: "character", INTEGER: "integer", ARGCOUNT: "integer"}.get(kind)
+        if wanted != al.CHARACTER_INTEGER_NULL and given and given != _PARAMETER_NAMES[wanted]:
+            raise Invalid(f"In the directive number {directive}, parameter {index} is of type "
+                          f"'{given}' but a parameter of type '{_PARAMETER_NAMES[wanted]}' is "
+                          "expected.")
+        if kind == V and value >= 0:
+            arglist = al.add_req_type_constraint(arglist, value, wanted)
+    for kind, value in params[len(types):]:
+        if kind in (CHARACTER, INTEGER, ARGCOUNT):
+            raise Invalid(f"In the directive number {directive}, too many parameters are given; "
+                          f"expected at most {len(types)} parameter{'' if len(types) == 1 else 's'}.")
+        if kind == V and value >= 0:
+            arglist = al.add_req_type_constraint(arglist, value, al.LIST, al.ArgList())
+    return arglist
+
+
+def parse_arguments(text, dialect):
+    """format_parse: the normalized argument list constraints of a format string."""
+    parser = _Parser(bytes_view(text), dialect)
+    _, arglist, escape, _ = parser.parse_upto(0, al.make_unconstrained_list(), None, _Spec(), "",
+                                              False)
+    arglist = al.union(arglist, escape)  # ~^ at the top
+    if arglist is None:
+        raise Invalid("The string refers to some argument in incompatible ways.")
+    al.normalize_list(arglist)
+    return arglist
+
+
+def lisp_arguments(text):
+    return parse_arguments(text, _COMMON_LISP)
