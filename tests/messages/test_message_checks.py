@@ -351,3 +351,71 @@ def test_the_header_is_checked_as_msgfmt_checks_it(tmp_path, header, problem):
     problems = [message for _, message in catalog_problems(parse_po(text, str(path)))]
     assert len(problems) == (problem is not None)
     assert all(message.startswith(problem) for message in problems)
+
+
+LISP_SIMPLE = ["~a", "~s", "~d", "~b", "~o", "~x", "~r", "~p", "~:p", "~@p", "~c", "~f", "~e", "~g", "~$", "~%",
+               "~&", "~|", "~~", "~\n", "~t", "~*", "~:*", "~@*", "~2*", "~?", "~@?", "~^", "~5d", "~v,'0d",
+               "~'xd", "~v*", "~1@*", "~:^", "~#*", "~va", "~,vd", "~v^", "~3:*", "~0*", "~i", "~_"]
+NESTED_EXTRA = {"lisp": ["~w", "~/f/"], "scheme": ["~y", "~k", "~q", "~!", "~/", "~,c", "~1,2,'xt"]}
+
+
+def nested_format(rng, language, depth=0):
+    """A random Lisp or Scheme format string of balanced, nested directives."""
+    pieces = []
+    for _ in range(rng.randint(0, 3)):
+        roll = rng.random()
+        if roll < 0.25:
+            pieces.append(rng.choice(["x", " ", "é"]))
+        elif roll < 0.65 or depth > 2:
+            pieces.append(rng.choice(LISP_SIMPLE + NESTED_EXTRA[language]))
+        else:
+            inner = lambda: nested_format(rng, language, depth + 1)  # noqa: E731
+            pieces.append(rng.choice([
+                lambda: "~(" + inner() + "~)",
+                lambda: rng.choice(["~:[", "~["]) + inner() + "~;" + inner() + "~]",
+                lambda: "~@[" + inner() + "~]",
+                lambda: ("~[" + "~;".join(inner() for _ in range(rng.randint(1, 3)))
+                         + rng.choice(["", "~:;" + inner()]) + "~]"),
+                lambda: rng.choice(["~{", "~:{", "~@{", "~:@{", "~1{"]) + inner() + "~}",
+            ] + [lambda: "~<" + inner() + rng.choice(["", "~;" + inner()]) + "~>"] * (language == "lisp"))())
+    return "".join(pieces)
+
+
+@pytest.mark.parametrize("language", ["lisp", "scheme"])
+def test_nested_lisp_and_scheme_strings_are_checked_as_msgfmt_checks_them(tmp_path, language):
+    """400 entries of balanced nested directives and their variants (a directive changed,
+    added or dropped), some plural: the same lines refused with the same messages."""
+    rng = random.Random(language)
+    undefined = MSGFMT_OVERFLOWS[f"{language}-format"]
+
+    def draw(make):
+        while True:
+            text = make()
+            if not undefined(text):
+                return text
+
+    def variant(text):
+        return rng.choice([lambda: text.replace("~a", "~d", 1), lambda: text.replace("~d", "~a", 1),
+                           lambda: text + rng.choice(LISP_SIMPLE), lambda: text.replace("~s", "", 1),
+                           lambda: nested_format(rng, language), lambda: text, lambda: text.replace("~*", "", 1),
+                           lambda: text.replace("~{", "~:{", 1), lambda: text.replace("~^", "", 1),
+                           lambda: text.replace("~c", "~d", 1), lambda: text.replace("~d", "~f", 1),
+                           lambda: text.replace("~f", "~i", 1), lambda: text.replace("~;", "", 1)])()
+
+    lines = [HEADER + quote(f"Plural-Forms: {RULES[4]}\n") + "\n"]
+    for k in range(400):
+        msgid = draw(lambda: nested_format(rng, language)) + f" #{k}"
+        lines.append(f"#, {language}-format\nmsgid {quote(msgid)}\n")
+        if rng.random() < 0.3:
+            lines.append(f"msgid_plural {quote(msgid)}\n" + "".join(
+                f"msgstr[{form}] {quote(draw(lambda: variant(msgid)) or 'x')}\n" for form in range(3)) + "\n")
+        else:
+            lines.append(f"msgstr {quote(draw(lambda: variant(msgid)) or 'y')}\n\n")
+    text = "".join(lines)
+    path = tmp_path / "t.po"
+    path.write_text(text, encoding="utf-8")
+    theirs = msgfmt_problems(path)
+    ours = dict(catalog_problems(parse_po(text, str(path))))
+    assert len(theirs) > 40
+    assert set(ours) == set(theirs)
+    assert all(any(same_message(ours[line], message) for message in theirs[line]) for line in ours)
