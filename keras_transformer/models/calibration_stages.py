@@ -71,7 +71,7 @@ def _stacks(model):
 
 
 def _pack(parts):
-    """`[(hidden (1, T_i, d), bool mask (1, T_i) or None), ...]` -> stream `(1, sum T_i, d + 1)`."""
+    """`[(hidden (B, T_i, d), bool mask (B, T_i) or None), ...]` -> stream `(B, sum T_i, d + 1)`."""
     packed = []
     for hidden, real in parts:
         real = ops.ones(ops.shape(hidden)[:2]) if real is None else real
