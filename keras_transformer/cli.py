@@ -16,6 +16,7 @@ command quietly, as it ends other Unix tools.
 import argparse
 import contextlib
 import os
+import shlex
 import stat
 import sys
 import zipfile
@@ -203,31 +204,44 @@ def _same_file(first, second):
     return os.path.realpath(first) == os.path.realpath(second)
 
 
-def _check_paths(source, output, model):
-    """Everything about the paths that can be refused before any work."""
+def _check_source(source):
     if not os.path.isfile(source):
         raise CommandError(f"catalog not found: {source}; pass the path of an existing .po file")
     if not os.access(source, os.R_OK):
         raise CommandError(f"cannot read the catalog {source}: permission denied")
-    if output == "-":
-        return
-    if _same_file(source, output):
-        raise CommandError(
-            f"the output {output} is the input {source}; pass -o another file "
-            "(the input is never overwritten)"
-        )
-    if _same_file(model, output):
-        raise CommandError(f"the output {output} is the model {model}; pass -o another file "
-                           "(the model is never overwritten)")
-    if os.path.isdir(output) or output.endswith(os.sep):
-        raise CommandError(f"the output {output} is a folder; pass -o the path of a .po file")
-    if os.path.exists(output) and not stat.S_ISREG(os.stat(output).st_mode):
-        raise CommandError(f"the output {output} is not a regular file (a device, a pipe or a "
-                           "socket, which writing would replace); pass -o a file path, or - "
-                           "for standard output")
-    folder = os.path.dirname(os.path.realpath(output))
+
+
+def _check_output(path, kind, option, expected, protected):
+    """Refuses, before any work, an output path whose writing would destroy something or fail.
+
+    Args:
+        path: the path to write.
+        kind: what it is called in messages ("output").
+        option: the option that names it ("-o").
+        expected: what to pass instead, in words ("the path of a .po file").
+        protected: `(path, "the input")` pairs of files it must not be.
+    """
+    for other, what in protected:
+        if other is not None and _same_file(other, path):
+            raise CommandError(f"the {kind} {path} is {what} {other}; pass {option} another file "
+                               f"({what} is never overwritten)")
+    if os.path.isdir(path) or path.endswith(os.sep):
+        raise CommandError(f"the {kind} {path} is a folder; pass {option} {expected}")
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        raise CommandError(f"the {kind} {path} is not a regular file (a device, a pipe or a "
+                           f"socket, which writing would replace); pass {option} {expected}")
+    folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
-        raise CommandError(f"cannot write {output}: its folder {folder} does not exist or is not writable")
+        raise CommandError(f"cannot write the {kind} {path}: its folder {folder} does not exist "
+                           "or is not writable")
+
+
+def _check_paths(source, output, model):
+    """Everything about translate-po's paths that can be refused before any work."""
+    _check_source(source)
+    if output != "-":
+        _check_output(output, "output", "-o", "the path of a .po file, or - for standard output",
+                      ((source, "the input"), (model, "the model")))
 
 
 def _read_catalog(path):
@@ -297,39 +311,75 @@ def _catalog_pairs(catalog):
             for pair in message.pairs()]
 
 
-def _save_adapted(translator, output):
-    """Saves the adapted translator, adapters merged, into a new folder beside the output,
-    then renames the file over the output: a failed save leaves an existing output as it was."""
+def _save_adapted(translator, output, lora_weights):
+    """Saves the adapted translator (adapters merged) and, if asked, the adapters alone.
+
+    Each file is written into a new folder beside its target, and only once all are
+    written are they renamed over the targets: a failure or a signal leaves the existing
+    files as they were, and no folder behind.
+    """
     import shutil
     import tempfile
 
     from keras_transformer.tasks.adaptation import merged_translator
+    from keras_transformer.termination import terminate_by_exception
 
-    folder = tempfile.mkdtemp(prefix=".adapt-po-", dir=os.path.dirname(os.path.abspath(output)))
-    try:
-        temporary = os.path.join(folder, "translator.keras")
-        merged_translator(translator).save(temporary)
-        os.replace(temporary, output)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    steps = [(output, "translator.keras", lambda path: merged_translator(translator).save(path))]
+    if lora_weights is not None:
+        steps.append((lora_weights, "adapters.lora.h5", translator.model.save_lora_weights))
+    folders = []
+    with terminate_by_exception("adapt-po's save"):
+        try:
+            written = []
+            for target, name, save in steps:
+                try:
+                    folders.append(tempfile.mkdtemp(
+                        prefix=".adapt-po-", dir=os.path.dirname(os.path.realpath(target))))
+                    save(os.path.join(folders[-1], name))
+                except (OSError, ValueError) as error:
+                    raise CommandError(f"cannot write {target}: {_one_line(error)}") from None
+                written.append((os.path.join(folders[-1], name), target))
+            for temporary, target in written:
+                try:
+                    os.replace(temporary, os.path.realpath(target))
+                except OSError as error:
+                    raise CommandError(f"cannot write {target}: {_one_line(error)}") from None
+        finally:
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run_adapt_po(args):
+def _check_adapt_paths(args):
+    """Everything about adapt-po's paths that can be refused before any work."""
     if args.output == "-" or not args.output.endswith(".keras"):
         raise CommandError(f"the output {args.output} must be a path ending in .keras (the "
                            "adapted translator is a Keras model file)")
-    if args.lora_weights is not None and not args.lora_weights.endswith(".lora.h5"):
+    _check_source(args.input)
+    _check_output(args.output, "output", "-o", "the path of a .keras file",
+                  ((args.input, "the input"), (args.model, "the model")))
+    if args.lora_weights is None:
+        return
+    if not args.lora_weights.endswith(".lora.h5"):
         raise CommandError(f"--lora-weights {args.lora_weights} must end in .lora.h5")
-    _check_paths(args.input, args.output, args.model)
+    _check_output(args.lora_weights, "--lora-weights file", "--lora-weights",
+                  "the path of a .lora.h5 file",
+                  ((args.input, "the input"), (args.model, "the model"),
+                   (args.output, "the output")))
+
+
+def _run_adapt_po(args):
+    _check_adapt_paths(args)
     _check_model_file(args.model)
     catalog = _read_catalog(args.input)
-    pairs = _catalog_pairs(catalog)
-    if not pairs:
-        raise CommandError(f"{args.input} has no translated entries to adapt to (fuzzy ones "
-                           "are left out); translate some, or use the translator as it is")
-    translator = _load(args.model)
+    from keras_transformer.messages.training_pairs import translation_pairs
     from keras_transformer.tasks.adaptation import adapt_translator
 
+    pairs = _catalog_pairs(catalog)
+    if not translation_pairs(pairs):
+        raise CommandError(f"{args.input} has no translated entries to adapt to (fuzzy ones "
+                           "are left out, and so is white space alone); translate some, or "
+                           "use the translator as it is")
+    translator = _load(args.model)
     try:
         target_language(catalog, translator, args.language)
         with contextlib.redirect_stdout(sys.stderr):  # a progress bar is not output
@@ -338,16 +388,12 @@ def _run_adapt_po(args):
                 seconds=None if args.minutes is None else 60 * args.minutes,
                 verbose=1 if args.progress else 0)
     except ValueError as error:
-        raise CommandError(_one_line(error)) from None
-    try:
-        _save_adapted(translator, args.output)
-        if args.lora_weights is not None:
-            translator.model.save_lora_weights(args.lora_weights)
-    except (OSError, ValueError) as error:
-        raise CommandError(f"cannot write {args.output}: {_one_line(error)}") from None
+        raise CommandError(_one_line(error).replace("`rank`", "--rank")) from None
+    _save_adapted(translator, args.output, args.lora_weights)
     print(f"{args.output}: {result.summary()}", file=sys.stderr)
-    print(f"Fill the catalog's untranslated entries with: {PROG} translate-po {args.input} "
-          f"--model {args.output} -o OUTPUT.po", file=sys.stderr)
+    print(f"Fill the catalog's untranslated entries with: {PROG} translate-po "
+          f"{shlex.quote(args.input)} --model {shlex.quote(args.output)} -o OUTPUT.po",
+          file=sys.stderr)
     return 0
 
 

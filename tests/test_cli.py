@@ -603,3 +603,72 @@ def test_adapt_po_refusals(capsys, fake, model, catalog, tmp_path):
     code, _, err = run(capsys, "adapt-po", catalog, "--model", keras_model, "-o",
                        tmp_path / "a.keras", "--rank", "0")
     assert code == 2 and "--rank" in err
+
+
+def test_adapt_po_refuses_lora_weights_that_would_destroy_a_file(capsys, fake, model, catalog,
+                                                                tmp_path):
+    """--lora-weights is written over its path: never the model, the input or the output
+    (a symbolic link to the model, or the catalog named .lora.h5, were overwritten)."""
+    keras_model = tmp_path / "model.keras"
+    os.replace(model, keras_model)
+    link = tmp_path / "link.lora.h5"
+    link.symlink_to(keras_model)
+    named_catalog = tmp_path / "de.lora.h5"
+    shutil.copy(catalog, named_catalog)
+    (tmp_path / "folder.lora.h5").mkdir()
+    before = {path: path.read_bytes() for path in (keras_model, catalog, named_catalog)}
+    out = tmp_path / "out.keras"
+    for source, lora_weights, contains in (
+            (catalog, link, "is the model"),
+            (named_catalog, named_catalog, "is the input"),
+            (catalog, tmp_path / "folder.lora.h5", "is a folder"),
+            (catalog, tmp_path / "missing" / "a.lora.h5", "does not exist or is not writable"),
+    ):
+        err = assert_failed_cleanly(capsys, ["adapt-po", source, "--model", keras_model, "-o", out,
+                                             "--lora-weights", lora_weights], catalog, tmp_path,
+                                    contains=contains)
+        assert "--lora-weights" in err
+    assert {path: path.read_bytes() for path in before} == before and fake.calls == []
+    out.write_bytes(b"an older adapted translator")
+    os.symlink(out, tmp_path / "out-link.lora.h5")
+    assert_failed_cleanly(capsys, ["adapt-po", catalog, "--model", keras_model, "-o", out,
+                                   "--lora-weights", tmp_path / "out-link.lora.h5"], catalog,
+                          tmp_path, contains="is the output")
+    assert out.read_bytes() == b"an older adapted translator"
+
+
+def test_adapt_po_refuses_a_catalog_of_white_space_before_loading_the_model(
+        capsys, fake, model, tmp_path):
+    blank = tmp_path / "blank.po"
+    blank.write_text(CATALOG.replace('msgid "Open file"\nmsgstr "Datei öffnen"',
+                                     'msgid "  "\nmsgstr "  "'), encoding="iso-8859-1")
+    assert_failed_cleanly(capsys, ["adapt-po", blank, "--model", model, "-o",
+                                   tmp_path / "a.keras"], blank, tmp_path,
+                          contains="has no translated entries to adapt to")
+    assert fake.calls == []
+
+
+def test_sigterm_while_adapt_po_saves_leaves_the_old_files_and_no_folder(tmp_path, monkeypatch):
+    import signal
+
+    from keras_transformer.tasks import adaptation
+
+    class Saving:
+        def save(self, path):
+            with open(path, "wb") as file:
+                file.write(b"half a model")
+            os.kill(os.getpid(), signal.SIGTERM)  # as `kill` would, while the file is written
+
+    monkeypatch.setattr(adaptation, "merged_translator", lambda translator: Saving())
+    out = tmp_path / "adapted.keras"
+    out.write_bytes(b"the adapted translator of before")
+    received = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    try:
+        with pytest.raises(InterruptedError, match="adapt-po's save was interrupted by SIGTERM"):
+            cli._save_adapted(object(), str(out), None)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert received == [signal.SIGTERM]  # acted on, once the folder was removed
+    assert os.listdir(tmp_path) == ["adapted.keras"]
+    assert out.read_bytes() == b"the adapted translator of before"

@@ -30,13 +30,10 @@ Example:
 
 import codecs
 import collections
-import contextlib
 import dataclasses
 import os
 import re
 import secrets
-import signal
-import threading
 
 from keras_transformer.messages.message_checks import format_flags_in_effect
 from keras_transformer.messages.message_checks import is_checked
@@ -50,6 +47,7 @@ from keras_transformer.messages.plural_forms import plural_forms
 from keras_transformer.messages.plural_forms import primary_subtag
 from keras_transformer.messages.po_file import PoFile
 from keras_transformer.messages.po_file import PoSyntaxError
+from keras_transformer.termination import terminate_by_exception
 
 _CHARSET = re.compile(r"charset\s*=\s*([^\s;]+)", re.IGNORECASE)
 _TEMPLATE_PLURAL_FORMS = "INTEGER"  # .pot files say "nplurals=INTEGER; plural=EXPRESSION;"
@@ -551,35 +549,6 @@ def _new_file_name(target):
     return os.path.join(folder, f".{name[:100]}.{secrets.token_hex(4)}.tmp")
 
 
-class _Terminated(BaseException):
-    """SIGTERM during `write_catalog`: raised so that the temporary file is removed."""
-
-
-@contextlib.contextmanager
-def _terminate_by_exception():
-    """While the block runs in the main thread, SIGTERM raises `_Terminated` rather than
-    ending the process at once (the handler before is restored, then re-sent the signal)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received = []
-
-    def handler(signum, frame):
-        received.append(signum)
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    except _Terminated:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if received:  # the write was abandoned and cleaned up: now let SIGTERM do what it did
-        signal.raise_signal(signal.SIGTERM)
-        raise InterruptedError("write_catalog was interrupted by SIGTERM")
-
-
 def catalog_bytes(catalog):
     """The catalog's text in its encoding, as `write_catalog` writes it.
 
@@ -639,7 +608,7 @@ def write_catalog(catalog, path):
     if os.path.exists(target) and not os.path.isfile(target):
         raise ValueError(f"{os.fspath(path)} exists and is not a regular file; "
                          "write the catalog to a file path")
-    with _terminate_by_exception():
+    with terminate_by_exception("write_catalog"):
         _replace(target, data)
 
 

@@ -90,7 +90,16 @@ def printable(text):
 
 class PoSyntaxError(ValueError):
     """A catalog `msgfmt --check` would refuse; the message starts with `file:line: ` and is one
-    printable line (control characters in it are escaped, see `printable`)."""
+    printable line (control characters in it are escaped, see `printable`).
+
+    Args:
+        message: what is wrong, `file:line: ...`.
+        *args: further exception arguments, kept as `ValueError` keeps them.
+
+    Example:
+    >>> str(PoSyntaxError("de.po:3: end-of-line within string"))
+    'de.po:3: end-of-line within string'
+    """
 
     def __init__(self, message, *args):
         super().__init__(printable(str(message)), *args)

@@ -84,6 +84,12 @@ def enable_lora(model, rank, target_layer_names):
                             if _takes_lora(layer)})
         raise ValueError(f"`target_layer_names` {list(target_layer_names)} names no layer of "
                          f"this model that takes LoRA; its layers are named {available}.")
+    smallest = min(min(_adapter_shapes(layer, 1)[0][0], _adapter_shapes(layer, 1)[1][1])
+                   for layer in targets)
+    if rank > smallest:
+        raise ValueError(f"`rank` {rank} is more than the smallest dimension ({smallest}) of the "
+                         "layers it adapts: adapters of that rank would be no smaller than the "
+                         "weights they adapt; pass a rank of at most that.")
     model.trainable = True
     for layer in model._flatten_layers(include_self=False):
         layer.trainable = False

@@ -553,20 +553,34 @@ class TransformerModel(keras.Model):
         return config
 
     def _layer_dtype_policies(self):
-        """The model's dtype policy, as a `DTypePolicyMap` of each quantized sublayer's
-        policy by path once `quantize` has run (keras-hub's backbones do the same): built
-        with it, every sublayer finds its own policy and builds its quantized weights."""
+        """The model's dtype policy, as a `DTypePolicyMap` of each sublayer's own policy by
+        path where it differs from the model's (once `quantize` has run, every quantized
+        sublayer's; keras-hub's backbones do the same): built with it, every sublayer
+        finds its own policy and builds its quantized weights."""
         policy = self.dtype_policy
         if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
-            return policy
-        quantized = {layer.path: layer.dtype_policy for layer in self._flatten_layers(include_self=False)
-                     if layer.quantization_mode is not None}
-        if not quantized:
+            policy = policy.default_policy
+        own = {layer.path: layer.dtype_policy for layer in self._flatten_layers(include_self=False)
+               if layer.path and layer.dtype_policy.name != policy.name}
+        if not own:
             return policy
         policy_map = keras.dtype_policies.DTypePolicyMap(default_policy=policy)
-        for path, layer_policy in quantized.items():
+        for path, layer_policy in own.items():
             policy_map[path] = layer_policy
         return policy_map
+
+    def _hold_own_dtype_policies(self):
+        """Gives each sublayer built from a `DTypePolicyMap` its own entry of the map.
+
+        Keras finds a layer's entry by path for `quantization_mode`, but its quantized
+        Dense, EinsumDense and Embedding read `self.dtype_policy.quantization_mode` when
+        they save (Keras 3.15): with the map, that is the map's mode (None), and saving a
+        loaded quantized model failed ("Invalid dtype: object"). Called once the layers
+        are built; `get_config` writes the map again from the layers.
+        """
+        for layer in self._flatten_layers(include_self=False):
+            if layer.path and isinstance(layer._dtype_policy, keras.dtype_policies.DTypePolicyMap):
+                layer._dtype_policy = layer._dtype_policy[layer.path]
 
     @classmethod
     def from_config(cls, config):

@@ -29,6 +29,10 @@ from keras_transformer.messages.training_pairs import translation_pairs
 from keras_transformer.models.lora import merged_model
 from keras_transformer.training.time_limit import TimeLimit
 
+_LONGEST_PIECE = 64
+"""Tokens (end token included) of the longest source or translation piece trained on: a
+catalog's pieces are sentences; a longer one is left out."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Adaptation:
@@ -44,6 +48,11 @@ class Adaptation:
         trainable_weights: numbers trained (the adapters').
         seconds: training time, compilation included.
         losses: the training loss of each epoch, first to last.
+
+    Example:
+    >>> Adaptation(pairs=2, pieces=2, epochs=3, steps=3, trainable_weights=512, seconds=4.0,
+    ...            losses=(5.1, 4.2, 3.9)).summary()
+    'adapted on 2 translations (2 pieces): 3 steps in 3 epochs, 4 s, 512 weights trained (LoRA), training loss 5.100 -> 3.900'
     """
 
     pairs: int
@@ -129,10 +138,19 @@ def adapt_translator(translator, pairs, rank=8, epochs=12, learning_rate=2e-3,
         raise ValueError(f"`pairs` holds no translated text to adapt to ({len(pairs)} pairs, "
                          "none with both sides non-empty).")
     model = translator.model
-    max_length = min(64, model.config.max_length)
-    data = TranslationBatches(pieces, translator.tokenizer, tokens_per_batch=tokens_per_batch,
-                              max_length=max_length, shuffle=True, seed=seed,
-                              drop_remainder=False)  # a catalog's few pieces: keep every one
+    max_length = min(_LONGEST_PIECE, model.config.max_length)
+    if tokens_per_batch < max_length:
+        raise ValueError(f"`tokens_per_batch` ({tokens_per_batch}) must be at least "
+                         f"{max_length}, the longest piece trained on.")
+    try:
+        data = TranslationBatches(pieces, translator.tokenizer,
+                                  tokens_per_batch=tokens_per_batch, max_length=max_length,
+                                  shuffle=True, seed=seed,
+                                  drop_remainder=False)  # a catalog's few pieces: keep all
+    except ValueError:  # the arguments are checked: no piece fits
+        raise ValueError(f"`pairs`: none of their {len(pieces)} pieces is at most "
+                         f"{max_length} tokens long (the longest trained on, end token "
+                         "included); adapt on shorter messages.") from None
     names = model.default_lora_layer_names() if target_layer_names is None else target_layer_names
     model.enable_lora(rank, target_layer_names=names)  # refuses a bad rank, or a second time
     model.compile(optimizer=keras.optimizers.Adam(learning_rate))
@@ -161,6 +179,19 @@ def merged_translator(translator):
 
     Raises:
         ValueError: the model has no LoRA adapters.
+
+    Example:
+    >>> import keras_transformer as kt
+    >>> pairs = [("Open the file", "Datei öffnen")]
+    >>> tokenizer = kt.data.train_sentencepiece([t for p in pairs for t in p] * 10, 50,
+    ...                                         placeholder_slots=True)
+    >>> model = kt.EncoderDecoder.from_preset(
+    ...     "transformer_tiny", vocab_size=tokenizer.vocabulary_size())
+    >>> translator = kt.Translator(model, tokenizer, target_language="de")
+    >>> _ = adapt_translator(translator, pairs, rank=2, epochs=1)
+    >>> served = merged_translator(translator)
+    >>> served.model.trainable_weights == served.model.weights  # no LoRA: all of it trains
+    True
     """
     return type(translator)(merged_model(translator.model), translator.tokenizer,
                             source_language=translator.source_language,

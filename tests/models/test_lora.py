@@ -161,6 +161,8 @@ def test_generate_after_enable_lora_or_quantize_uses_the_new_weights(change, tmp
     (lambda m, p: m.enable_lora(2, "qkv"), r"`target_layer_names` must be a list of layer names"),
     (lambda m, p: m.enable_lora(2, ["token_embedding"]),
      r"`target_layer_names` \['token_embedding'\] names no layer of this model that takes LoRA"),
+    (lambda m, p: m.enable_lora(10**8), r"`rank` 100000000 is more than the smallest dimension "
+     r"\(\d+\) of the layers it adapts"),
     (lambda m, p: m.save_lora_weights(p / "a.lora.h5"), r"no LoRA adapters to save; call enable_lora"),
     (lambda m, p: m.load_lora_weights(p / "missing.lora.h5"), r"cannot read LoRA weights from"),
 ])

@@ -77,6 +77,11 @@ def test_a_quantized_model_saves_and_loads_to_the_same_outputs(build, mode, tmp_
             if layer.quantization_mode is not None} == quantized
     np.testing.assert_allclose(ops.convert_to_numpy(restored(inputs)), logits, atol=1e-5, rtol=0)
     np.testing.assert_array_equal(_generate(restored, inputs), generated)
+    # A loaded quantized model saves again (its layers were built from a DTypePolicyMap,
+    # whose own mode Keras' save read: the scales were lost and the save failed).
+    restored.save(str(tmp_path / f"{mode}.again.keras"))
+    again = keras.saving.load_model(str(tmp_path / f"{mode}.again.keras"), safe_mode=True)
+    np.testing.assert_allclose(ops.convert_to_numpy(again(inputs)), logits, atol=1e-5, rtol=0)
 
 
 def test_a_dtype_policy_map_gives_each_sublayer_its_policy_by_path():
