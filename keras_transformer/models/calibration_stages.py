@@ -41,12 +41,13 @@ token embedding and an untied output projection keep the compute dtype.
 Keras 3.15.1's hooks miss the inputs of layers already in a quantized mode;
 `BlockStage` routes them there (see `_hooks_reachable`), else GPTQ and AWQ
 would round to nearest. The same Keras saves these layers without their zero
-points, so their files do not load (`warn_if_unsaveable` says so).
+points, so their files would not load; `save_what_loads` gives them a save that
+writes what their load reads.
 """
 
 import contextlib
+import functools
 import re
-import warnings
 
 import keras
 from keras import ops
@@ -55,7 +56,7 @@ from keras_transformer import masks
 
 __all__ = [
     "CALIBRATED_MODES", "BlockStage", "EmbeddingStage", "check_config",
-    "quantization_layer_structure", "warn_if_unsaveable", "within_blocks",
+    "quantization_layer_structure", "save_what_loads", "within_blocks",
 ]
 
 CALIBRATED_MODES = ("gptq", "awq")
@@ -308,28 +309,50 @@ def check_config(model, mode, config):
         )
 
 
-def warn_if_unsaveable(mode):
-    """Warns when this Keras cannot save a `"gptq"` or `"awq"` layer so that it loads again.
-
-    Keras 3.15.1's Dense and EinsumDense leave the zero points (`kernel_zero`)
-    of these modes out of the file but expect them when loading, so
-    `keras.saving.load_model` refuses the file ("expected 5 variables, but
-    received 4"); later Keras versions write them.
-
-    Args:
-        mode: `"gptq"` or `"awq"`.
-    """
+@functools.lru_cache(maxsize=None)
+def _keras_saves_zero_points(mode):
+    """Whether this Keras' Dense saves every variable of a `mode` layer (3.15.1 does not)."""
     probe = keras.layers.Dense(1, dtype=f"{mode}/4/-1_from_float32")
     probe.build((None, 1))
     store = {}
     probe.save_own_variables(store)
-    if len(store) < len(probe.variables):
-        warnings.warn(
-            f"Keras {keras.version()} saves {mode!r} layers without their zero points "
-            "(`kernel_zero`): a file `save` writes of this model will not load. Later Keras "
-            "versions write them.",
-            stacklevel=3,
-        )
+    return len(store) == len(probe.variables)
+
+
+def _save_as_loaded(layer, store):
+    """`save_own_variables` of a GPTQ/AWQ Dense or EinsumDense: the variables its
+    `load_own_variables` reads, in that order."""
+    if layer.lora_enabled:
+        raise ValueError(f"{layer.path}: a {layer.quantization_mode!r} layer with LoRA adapters "
+                         "cannot be saved with them merged; save_lora_weights saves them alone.")
+    index = 0
+    for name in layer.variable_serialization_spec[layer.quantization_mode]:
+        if name == "bias" and layer.bias is None:
+            continue
+        if name in ("kernel_zero", "g_idx") and not hasattr(layer, name):
+            continue
+        store[str(index)] = layer._kernel if name == "kernel" else getattr(layer, name)
+        index += 1
+
+
+def save_what_loads(model):
+    """Makes each `"gptq"` or `"awq"` layer of the model save what its load reads.
+
+    Keras 3.15.1's Dense and EinsumDense leave the zero points (`kernel_zero`)
+    of these modes out of the file but expect them when loading, so
+    `keras.saving.load_model` refused the file ("expected 5 variables, but
+    received 4"). Where this Keras does so, each such layer saves with
+    `_save_as_loaded` instead; a Keras that writes them keeps its own.
+
+    Args:
+        model: a built model.
+    """
+    for layer in model._flatten_layers(include_self=False):
+        mode = layer.quantization_mode
+        if (mode in CALIBRATED_MODES and isinstance(layer, (keras.layers.Dense,
+                                                             keras.layers.EinsumDense))
+                and not _keras_saves_zero_points(mode)):
+            layer.save_own_variables = functools.partial(_save_as_loaded, layer)
 
 
 def within_blocks(structure, filters=None):

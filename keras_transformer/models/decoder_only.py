@@ -130,7 +130,7 @@ class DecoderOnly(TransformerModel):
     def build(self, ids_shape):
         self._build_shared()
         self._build_stack(self.blocks, self.final_norm)
-        self._hold_own_dtype_policies()
+        self._settle_sublayers()
         self.built = True
 
     def call(self, ids, training=None, padding_mask=None):

@@ -148,7 +148,7 @@ class EncoderDecoder(TransformerModel):
         self._build_stack(self.encoder_blocks, self.encoder_norm)
         memory_shape = (None, None, self.config.d_model)
         self._build_stack(self.decoder_blocks, self.decoder_norm, memory_shape=memory_shape)
-        self._hold_own_dtype_policies()
+        self._settle_sublayers()
         self.built = True
 
     def encode(self, source_ids, training=None):

@@ -410,8 +410,7 @@ class TransformerModel(keras.Model):
             filters = calibration_stages.within_blocks(structure, filters)
         super().quantize(mode, config=config, filters=filters, **kwargs)
         clear_compiled(self)
-        if calibrated:
-            calibration_stages.warn_if_unsaveable(mode)
+        calibration_stages.save_what_loads(self)
 
     def get_quantization_layer_structure(self, mode=None):
         """The stages `quantize("gptq")` and `quantize("awq")` calibrate one after the other.
@@ -569,18 +568,21 @@ class TransformerModel(keras.Model):
             policy_map[path] = layer_policy
         return policy_map
 
-    def _hold_own_dtype_policies(self):
-        """Gives each sublayer built from a `DTypePolicyMap` its own entry of the map.
+    def _settle_sublayers(self):
+        """Once the layers are built: each sublayer built from a `DTypePolicyMap` gets its
+        own entry of the map, and GPTQ/AWQ layers a save that writes what their load reads
+        (`calibration_stages.save_what_loads`), so a loaded quantized model saves again.
 
         Keras finds a layer's entry by path for `quantization_mode`, but its quantized
         Dense, EinsumDense and Embedding read `self.dtype_policy.quantization_mode` when
         they save (Keras 3.15): with the map, that is the map's mode (None), and saving a
-        loaded quantized model failed ("Invalid dtype: object"). Called once the layers
-        are built; `get_config` writes the map again from the layers.
+        loaded quantized model failed ("Invalid dtype: object"). `get_config` writes the
+        map again from the layers.
         """
         for layer in self._flatten_layers(include_self=False):
             if layer.path and isinstance(layer._dtype_policy, keras.dtype_policies.DTypePolicyMap):
                 layer._dtype_policy = layer._dtype_policy[layer.path]
+        calibration_stages.save_what_loads(self)  # a loaded GPTQ/AWQ model saves again
 
     @classmethod
     def from_config(cls, config):
