@@ -133,9 +133,17 @@ def _check_model_file(path):
         raise CommandError(f"the model {path} is not a file; {_MODEL_HINT}")
 
 
-def _option_names(error):
-    """A library error's message with its argument names as the command's options."""
-    return _one_line(error).replace("`beam_size`", "--beam-size").replace("beam_size", "--beam-size")
+_OPTIONS = {"beam_size": "--beam-size", "rank": "--rank", "epochs": "--epochs"}
+"""Library argument names and the command's options that set them."""
+
+
+def _option_names(error, **more):
+    """A library error's message with its argument names as the command's options (and
+    `more` names as the given words)."""
+    text = _one_line(error)
+    for name, words in {**_OPTIONS, **more}.items():
+        text = text.replace(f"`{name}`", words)
+    return text.replace("beam_size", "--beam-size")
 
 
 def _read_lines(stream):
@@ -388,7 +396,8 @@ def _run_adapt_po(args):
                 seconds=None if args.minutes is None else 60 * args.minutes,
                 verbose=1 if args.progress else 0)
     except ValueError as error:
-        raise CommandError(_one_line(error).replace("`rank`", "--rank")) from None
+        raise CommandError(_option_names(
+            error, pairs=f"the translated entries of {args.input}")) from None
     _save_adapted(translator, args.output, args.lora_weights)
     print(f"{args.output}: {result.summary()}", file=sys.stderr)
     print(f"Fill the catalog's untranslated entries with: {PROG} translate-po "

@@ -27,6 +27,9 @@ from keras import ops
 from keras_transformer.generation.decoding import clear_compiled
 
 _SUFFIX = ".lora.h5"
+LORA_QUANTIZATION_MODES = (None, "int8", "int4")
+"""Quantization modes whose Keras layers take LoRA and merge it on save (None: not quantized);
+float8, GPTQ and AWQ layers fail at `enable_lora` or at `save`."""
 
 
 def _relative_path(model, layer):
@@ -84,6 +87,12 @@ def enable_lora(model, rank, target_layer_names):
                             if _takes_lora(layer)})
         raise ValueError(f"`target_layer_names` {list(target_layer_names)} names no layer of "
                          f"this model that takes LoRA; its layers are named {available}.")
+    unmergeable = sorted({layer.quantization_mode for layer in targets
+                          if layer.quantization_mode not in LORA_QUANTIZATION_MODES})
+    if unmergeable:
+        raise ValueError(f"LoRA cannot adapt this model's {unmergeable[0]!r}-quantized layers: "
+                         "Keras merges adapters into float32, int8 and int4 kernels only. "
+                         "Enable LoRA before quantizing to int8 or int4, or on the float model.")
     smallest = min(min(_adapter_shapes(layer, 1)[0][0], _adapter_shapes(layer, 1)[1][1])
                    for layer in targets)
     if rank > smallest:

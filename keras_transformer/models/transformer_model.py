@@ -402,6 +402,11 @@ class TransformerModel(keras.Model):
         >>> model.blocks[0].feed_forward.outer.dtype_policy.name  # doctest: +SKIP
         'gptq/4/32_from_float32'
         """
+        if lora.lora_layers(self) and mode not in lora.LORA_QUANTIZATION_MODES:
+            raise ValueError(f"`mode` {mode!r} cannot quantize a model with LoRA adapters: Keras "
+                             "merges adapters into int8 and int4 kernels only. Quantize to int8 "
+                             "or int4, or save the merged model first (merge_lora) and quantize "
+                             "that.")
         calibrated = mode in calibration_stages.CALIBRATED_MODES
         if calibrated:
             calibration_stages.check_config(self, mode, config)  # before any layer changes
@@ -463,6 +468,12 @@ class TransformerModel(keras.Model):
         >>> model = kt.DecoderOnly.from_preset("gpt2_tiny")
         >>> model.export(tempfile.mkdtemp() + "/served", verbose=False)  # doctest: +SKIP
         """
+        if format == "onnx":
+            raise NotImplementedError(
+                "`format` 'onnx' does not export these models with Keras "
+                f"{keras.version()}: from TensorFlow the graph fails in onnxruntime, from "
+                "PyTorch the exporter refuses rms_norm, JAX needs jax2onnx (docs/deploy.md, "
+                "Export for serving); export 'tf_saved_model'.")
         if input_signature is None:
             input_signature = [self.input_signature()]
         return super().export(filepath, format=format, verbose=verbose,
@@ -516,7 +527,30 @@ class TransformerModel(keras.Model):
         >>> sorted({w.path.rsplit("/", 1)[-1] for w in model.trainable_weights})
         ['lora_kernel_a', 'lora_kernel_b']
         """
-        lora.enable_lora(self, rank, target_layer_names or self.default_lora_layer_names())
+        if target_layer_names is None:
+            target_layer_names = self.default_lora_layer_names()
+        lora.enable_lora(self, rank, target_layer_names)
+
+    def merge_lora(self):
+        """A new model of the same configuration with the adapters merged into its kernels:
+        no LoRA, every weight trainable, not compiled; for serving, or to quantize.
+
+        Returns:
+            A model of this class.
+
+        Raises:
+            ValueError: LoRA is not enabled.
+
+        Example:
+        >>> import numpy as np, keras_transformer as kt
+        >>> model = kt.DecoderOnly.from_preset("llama_tiny")
+        >>> model.enable_lora(2)
+        >>> merged = model.merge_lora()
+        >>> ids = np.array([[5, 6, 7]], "int32")
+        >>> bool(np.allclose(model(ids), merged(ids), atol=1e-5)), len(merged.trainable_weights) > 4
+        (True, True)
+        """
+        return lora.merged_model(self)
 
     def save_lora_weights(self, filepath):
         """Writes the LoRA adapters (not the frozen weights) to `filepath`, a `.lora.h5` file.

@@ -26,7 +26,6 @@ import numpy as np
 from keras_transformer import validation
 from keras_transformer.data.batches import TranslationBatches
 from keras_transformer.messages.training_pairs import translation_pairs
-from keras_transformer.models.lora import merged_model
 from keras_transformer.training.time_limit import TimeLimit
 
 _LONGEST_PIECE = 64
@@ -122,6 +121,7 @@ def adapt_translator(translator, pairs, rank=8, epochs=12, learning_rate=2e-3,
         raise ValueError("`translator` must be a keras_transformer Translator; received "
                          f"{type(translator).__name__}.")
     validation.check_int("epochs", epochs)
+    validation.check_int("seed", seed, minimum=0)
     validation.check_int("tokens_per_batch", tokens_per_batch)
     if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or not (
             learning_rate > 0 and np.isfinite(learning_rate)):
@@ -193,6 +193,6 @@ def merged_translator(translator):
     >>> served.model.trainable_weights == served.model.weights  # no LoRA: all of it trains
     True
     """
-    return type(translator)(merged_model(translator.model), translator.tokenizer,
+    return type(translator)(translator.model.merge_lora(), translator.tokenizer,
                             source_language=translator.source_language,
                             target_language=translator.target_language)

@@ -52,3 +52,11 @@ def test_the_default_signature_names_int32_ids_of_dynamic_shape():
     specs = kt.EncoderDecoder.from_preset("transformer_tiny").input_signature()
     assert {name: (s.shape, s.dtype) for name, s in specs.items()} == {
         "source": ((None, None), "int32"), "target": ((None, None), "int32")}
+
+
+def test_onnx_is_refused_with_the_reason_before_anything_is_written(tmp_path):
+    # Keras' ONNX exporters fail on these models (docs/deploy.md); the call says so at once.
+    model = kt.DecoderOnly.from_preset("llama_tiny")
+    with pytest.raises(NotImplementedError, match="`format` 'onnx' does not export these models"):
+        model.export(str(tmp_path / "model.onnx"), format="onnx")
+    assert list(tmp_path.iterdir()) == []

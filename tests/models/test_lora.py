@@ -202,3 +202,49 @@ def test_lora_twice_another_rank_another_model_and_a_bad_name_are_refused(tmp_pa
     (tmp_path / "junk.lora.h5").write_bytes(b"not hdf5")
     with pytest.raises(ValueError, match=r"cannot read LoRA weights from"):
         _llama().load_lora_weights(tmp_path / "junk.lora.h5")
+
+
+@pytest.mark.parametrize("build", [_llama, _transformer], ids=["DecoderOnly", "EncoderDecoder"])
+def test_merge_lora_gives_a_plain_model_computing_the_same(build):
+    model = build()
+    model.enable_lora(2)
+    for layer in kt.models.lora.lora_layers(model):
+        layer.lora_kernel_b.assign(np.full(layer.lora_kernel_b.shape, 0.05, "float32"))
+    inputs = _inputs(model)
+    merged = model.merge_lora()
+    assert kt.models.lora.lora_layers(merged) == [] and type(merged) is type(model)
+    assert len(merged.trainable_weights) == len(merged.weights)
+    np.testing.assert_allclose(ops.convert_to_numpy(merged(inputs)),
+                               ops.convert_to_numpy(model(inputs)), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["float8", "gptq", "awq"])
+def test_lora_and_the_modes_keras_cannot_merge_into_are_refused_before_any_change(mode):
+    model = _llama()
+    model.enable_lora(2)
+    config = {"gptq": keras.quantizers.GPTQConfig, "awq": keras.quantizers.AWQConfig}.get(mode)
+    config = config and config(dataset=np.full((4, 16), 5), tokenizer=object(),
+                               sequence_length=8, num_samples=2, group_size=16)
+    with pytest.raises(ValueError, match=f"`mode` '{mode}' cannot quantize a model with LoRA"):
+        model.quantize(mode, config=config)
+    assert {layer.quantization_mode for layer in model._flatten_layers()} == {None}
+
+    # A model whose attention projections are in that mode, as a loaded quantized model is.
+    reference = kt.DecoderOnly.from_preset("llama_tiny", name="probe")
+    policy_map = keras.dtype_policies.DTypePolicyMap(default_policy="float32")
+    for layer in reference._flatten_layers():
+        if layer.name == "qkv":
+            policy_map[layer.path] = (f"{mode}/4/16_from_float32" if mode in ("gptq", "awq")
+                                      else f"{mode}_from_float32")
+    quantized = kt.DecoderOnly.from_preset("llama_tiny", name="probe", dtype=policy_map)
+    assert {layer.quantization_mode for layer in quantized._flatten_layers()
+            if layer.name == "qkv"} == {mode}
+    trainable = len(quantized.trainable_weights)
+    with pytest.raises(ValueError, match=f"LoRA cannot adapt this model's '{mode}'-quantized"):
+        quantized.enable_lora(2)
+    assert len(quantized.trainable_weights) == trainable and kt.models.lora.lora_layers(quantized) == []
+
+
+def test_an_empty_target_list_adapts_nothing_and_says_so():
+    with pytest.raises(ValueError, match=r"`target_layer_names` \[\] names no layer"):
+        _llama().enable_lora(2, [])
