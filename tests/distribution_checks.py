@@ -16,6 +16,7 @@ against itself.
 
 import argparse
 import json
+import math
 
 import keras
 import numpy as np
@@ -33,8 +34,9 @@ COLUMN_PARALLEL = (
 ROW_PARALLEL = ("self_attention/output", "cross_attention/output", "feed_forward/outer")
 
 
-def expected_axes(path, ndim, embedding="vocab"):
+def expected_axes(path, shape, dtype=None, embedding="vocab"):
     """The model-parallel layout of the weight at `path`: one mesh axis or None per dim."""
+    ndim = len(shape)
     layer, weight = path.rsplit("/", 1)
     if layer.endswith(COLUMN_PARALLEL):
         return (None, "model") if weight == "kernel" else ("model",)
@@ -48,8 +50,25 @@ def expected_axes(path, ndim, embedding="vocab"):
     return (None,) * ndim
 
 
-def replicated_axes(path, ndim):
-    return (None,) * ndim
+def replicated_axes(path, shape, dtype=None):
+    return (None,) * len(shape)
+
+
+def fully_sharded_axes(batch_size):
+    """Sharded weights: the model-parallel layout, plus the batch axis on the largest float
+    dimension left unsplit that `batch_size` divides (replicated where none does)."""
+
+    def axes_of(path, shape, dtype):
+        axes = expected_axes(path, shape)
+        if not keras.backend.is_float_dtype(dtype):
+            return axes
+        free = [i for i, axis in enumerate(axes) if axis is None and shape[i] % batch_size == 0]
+        if free:
+            widest = max(free, key=lambda i: (shape[i], -i))
+            axes = axes[:widest] + ("batch",) + axes[widest + 1 :]
+        return axes
+
+    return axes_of
 
 
 MODELS = {
@@ -95,21 +114,24 @@ def train(model, data, steps=2):
     return [float(model.train_on_batch(x, y, return_dict=True)["loss"]) for _ in range(steps)]
 
 
-def sharding_failures(model, axes_of):
-    """Each weight's sharding spec and per-device shard shape against `axes_of`."""
+def sharding_failures(model, axes_of, sizes=None):
+    """Each weight's sharding spec and per-device shard shape against `axes_of`.
+
+    `sizes` maps each mesh axis to its number of devices (default: the 2 x 4 mesh).
+    """
+    sizes = sizes or {"batch": DEVICES // MODEL_SIZE, "model": MODEL_SIZE}
     failures = []
     for variable in model.weights:
-        failures += _variable_failures(variable, axes_of(variable.path, len(variable.shape)))
+        want = axes_of(variable.path, tuple(variable.shape), variable.dtype)
+        failures += _variable_failures(variable, want, sizes)
     return failures
 
 
-def _variable_failures(variable, want):
+def _variable_failures(variable, want, sizes):
     value = variable.value
     spec = tuple(value.sharding.spec)
     spec += (None,) * (len(variable.shape) - len(spec))
-    shard = tuple(
-        size // (MODEL_SIZE if axis == "model" else 1) for size, axis in zip(variable.shape, want)
-    )
+    shard = tuple(size // sizes.get(axis, 1) for size, axis in zip(variable.shape, want))
     shapes = {tuple(s.data.shape) for s in value.addressable_shards}
     copies = len({str(s.index) for s in value.addressable_shards})
     failures = []
@@ -117,7 +139,7 @@ def _variable_failures(variable, want):
         failures.append(f"{variable.path}: spec {spec}, expected {want}")
     if shapes != {shard} or len(value.addressable_shards) != DEVICES:
         failures.append(f"{variable.path}: shard shapes {shapes}, expected {shard}")
-    if copies != (MODEL_SIZE if "model" in want else 1):
+    if copies != math.prod(sizes.get(axis, 1) for axis in want):
         failures.append(f"{variable.path}: {copies} distinct shards")
     return failures
 
@@ -130,6 +152,14 @@ def optimizer_failures(model):
         for v, m in pairs
         if m.value.sharding.spec != v.value.sharding.spec
     ]
+
+
+def bytes_per_device(model):
+    """Bytes of the weights and optimizer variables that device 0 holds."""
+    return sum(
+        variable.value.addressable_shards[0].data.nbytes
+        for variable in model.weights + model.optimizer.variables
+    )
 
 
 def max_difference(a, b):
@@ -149,17 +179,19 @@ def check_family(family, distributions, results):
     results[f"{family}/step_moves_weights"] = (
         [] if moved > 100 * TOLERANCE else [f"largest update {moved}"]
     )
-    for name, (dist, axes_of) in distributions.items():
+    held = {}  # bytes of weights and optimizer state on device 0, per distribution
+    for name, (dist, axes_of, sizes) in distributions.items():
         with dist.scope():
             model = build(family)
             model.set_weights(weights)
-            results[f"{family}/{name}/sharding"] = sharding_failures(model, axes_of)
+            results[f"{family}/{name}/sharding"] = sharding_failures(model, axes_of, sizes)
             got = generate(model, family, np.random.default_rng(1))
             results[f"{family}/{name}/generation"] = (
                 [] if np.array_equal(got, tokens) else [f"{got.tolist()} != {tokens.tolist()}"]
             )
             got_losses = train(model, data)
             results[f"{family}/{name}/optimizer_sharding"] = optimizer_failures(model)
+            held[name] = bytes_per_device(model)
         loss_gap = max(abs(a - b) for a, b in zip(got_losses, losses))
         weight_gap = max_difference(model.get_weights(), trained)
         results[f"{family}/{name}/training"] = [
@@ -167,6 +199,14 @@ def check_family(family, distributions, results):
             for what, gap in (("losses", loss_gap), ("weights", weight_gap))
             if not gap <= TOLERANCE
         ]
+    # Every matrix is split 8 ways, and with it its optimizer moments. Vectors split less:
+    # on the (2, 4) mesh a column-parallel bias is split over the model axis alone and a norm
+    # over the batch axis alone; a tiny model has proportionally many of them.
+    for name, bound in (("fully_sharded", 1.2 / 8), ("fully_sharded_model_parallel", 1.4 / 8)):
+        ratio = held[name] / held["data_parallel"]
+        results[f"{family}/{name}/memory"] = (
+            [] if ratio <= bound else [f"{held[name]} of {held['data_parallel']} bytes"]
+        )
 
 
 def wrong_layout():
@@ -188,7 +228,7 @@ def embedding_split_by_model():
     with dist.scope():
         model = MODELS["decoder_only"]()
     return sharding_failures(
-        model, lambda path, ndim: expected_axes(path, ndim, embedding="model")
+        model, lambda path, shape, dtype: expected_axes(path, shape, embedding="model")
     )
 
 
@@ -203,9 +243,18 @@ def main():
         print(json.dumps(wrong_layout()))
         return
     distributions = {
-        "data_parallel": (distribution.data_parallel(), replicated_axes),
+        "data_parallel": (distribution.data_parallel(), replicated_axes, None),
         "model_parallel": (
-            distribution.model_parallel(distribution.make_mesh(MODEL_SIZE)), expected_axes
+            distribution.model_parallel(distribution.make_mesh(MODEL_SIZE)), expected_axes, None
+        ),
+        # ZeRO-3 alone on an (8, 1) mesh, then combined with the model axis on (2, 4).
+        "fully_sharded": (
+            distribution.fully_sharded(distribution.make_mesh(1)),
+            fully_sharded_axes(DEVICES), {"batch": DEVICES, "model": 1},
+        ),
+        "fully_sharded_model_parallel": (
+            distribution.fully_sharded(distribution.make_mesh(MODEL_SIZE)),
+            fully_sharded_axes(DEVICES // MODEL_SIZE), None,
         ),
     }
     results = {"decoder_only/embedding_model/sharding": embedding_split_by_model()}

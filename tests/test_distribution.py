@@ -55,7 +55,7 @@ def test_layout_map_gives_every_weight_of_both_families_its_layout(models, embed
     for model in models.values():
         for variable in model.weights:
             ndim = len(variable.shape)
-            want = expected_axes(variable.path, ndim, embedding=embedding)
+            want = expected_axes(variable.path, tuple(variable.shape), embedding=embedding)
             assert _axes(layouts, variable.path, ndim) == want, variable.path
             split += "model" in want
     assert split > 30  # not everything replicated
@@ -140,11 +140,50 @@ def test_default_devices():
             ),
             "`batch_axis` must be a mesh axis other than `model_axis`",
         ),
+        (
+            lambda: distribution.fully_sharded(
+                distribution.make_mesh(4, devices=CPUS), batch_axis="data"
+            ),
+            "`batch_axis` must be a mesh axis other than `model_axis`",
+        ),
+        (lambda: distribution.fully_sharded("mesh"), "`mesh` must be a keras.distribution"),
+        (
+            lambda: distribution.fully_sharded(
+                distribution.make_mesh(4, devices=CPUS), auto_shard_dataset="yes"
+            ),
+            "`auto_shard_dataset` must be",
+        ),
     ],
 )
 def test_bad_arguments_name_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    "axes, shape, size, want",
+    [
+        ((None, "model"), (64, 192), 8, ("batch", "model")),  # column-parallel kernel
+        (("model", None), (256, 64), 2, ("model", "batch")),  # row-parallel kernel
+        ((None, None), (100, 64), 8, (None, "batch")),  # 100 rows do not split 8 ways
+        ((None, None), (64, 64), 8, ("batch", None)),  # equal: the first
+        ((None,), (4,), 8, (None,)),  # shorter than the axis: replicated
+        (("model",), (128,), 2, ("model",)),  # nothing left to split
+        (("batch", None), (64, 64), 8, ("batch", None)),  # already split
+    ],
+)
+def test_sharded_axes_splits_the_widest_free_dimension(axes, shape, size, want):
+    assert distribution.sharded_axes(axes, shape, "batch", size) == want
+
+
+def test_megatron_axes_is_the_layout_maps_rule(models):
+    layouts = distribution.layout_map(distribution.make_mesh(4, devices=CPUS))
+    for model in models.values():
+        for variable in model.weights:
+            ndim = len(variable.shape)
+            assert distribution.megatron_axes(variable.path, ndim) == _axes(
+                layouts, variable.path, ndim
+            ), variable.path
 
 
 @pytest.mark.parametrize(
@@ -201,8 +240,12 @@ def eight_device_results():
 CHECKS = [
     f"{family}/{name}/{check}"
     for family in ("decoder_only", "encoder_decoder")
-    for name in ("data_parallel", "model_parallel")
+    for name in ("data_parallel", "model_parallel", "fully_sharded", "fully_sharded_model_parallel")
     for check in ("training", "sharding", "optimizer_sharding", "generation")
+] + [
+    f"{family}/{name}/memory"
+    for family in ("decoder_only", "encoder_decoder")
+    for name in ("fully_sharded", "fully_sharded_model_parallel")
 ] + [
     "decoder_only/step_moves_weights",
     "encoder_decoder/step_moves_weights",

@@ -2,6 +2,8 @@
 
 * `layouts`: where each weight lives on a device mesh (data parallel,
   Megatron-style model parallel), handed to `keras.distribution`.
+* `sharded_weights`: every weight and optimizer moment also split over the
+  batch axis (ZeRO-3 / FSDP).
 
 `keras.distribution` is implemented for JAX; the TensorFlow and PyTorch
 backends ignore it (docs/scaling_out.md says what they offer instead).
@@ -13,6 +15,13 @@ from keras_transformer.distribution.layouts import MODEL_AXIS
 from keras_transformer.distribution.layouts import data_parallel
 from keras_transformer.distribution.layouts import layout_map
 from keras_transformer.distribution.layouts import make_mesh
+from keras_transformer.distribution.layouts import megatron_axes
 from keras_transformer.distribution.layouts import model_parallel
+from keras_transformer.distribution.sharded_weights import FullyShardedParallel
+from keras_transformer.distribution.sharded_weights import fully_sharded
+from keras_transformer.distribution.sharded_weights import sharded_axes
 
-__all__ = ["data_parallel", "layout_map", "make_mesh", "model_parallel"]
+__all__ = [
+    "FullyShardedParallel", "data_parallel", "fully_sharded", "layout_map", "make_mesh",
+    "megatron_axes", "model_parallel", "sharded_axes",
+]

@@ -53,6 +53,8 @@ this up front; GPT-2's 50,257 tokens need `embedding="model"` or a padded
 vocabulary).
 """
 
+import re
+
 import keras
 
 from keras_transformer import validation
@@ -62,7 +64,10 @@ BATCH_AXIS = "batch"
 MODEL_AXIS = "model"
 EMBEDDING_SPLITS = ("vocab", "model")
 
-__all__ = ["data_parallel", "layout_map", "make_mesh", "model_parallel"]
+__all__ = [
+    "check_batch_axis", "data_parallel", "layout_map", "make_mesh", "megatron_axes",
+    "model_parallel",
+]
 
 # Variable paths of both model families, e.g.
 # "decoder_only/block_0/self_attention/qkv/kernel" or
@@ -171,6 +176,42 @@ def _embedding_layouts(embedding, model_axis):
     return (None, model_axis), (model_axis, None)
 
 
+def megatron_axes(path, ndim, model_axis=MODEL_AXIS, embedding="vocab"):
+    """The model-parallel axes of the weight at `path`: `layout_map`'s rule, without a mesh.
+
+    Args:
+        path: a variable path such as `"gpt/block_0/self_attention/qkv/kernel"`.
+        ndim: the weight's rank (a replicated weight gets `ndim` Nones).
+        model_axis: the name of the model axis.
+        embedding: `"vocab"` or `"model"`; see `layout_map`.
+
+    Returns:
+        A tuple of one mesh axis name or None per dimension.
+
+    Example:
+    >>> megatron_axes("gpt/block_0/feed_forward/outer/kernel", 2)
+    ('model', None)
+    >>> megatron_axes("gpt/final_norm/gamma", 1)
+    (None,)
+    """
+    for pattern, axes in _megatron_rules(model_axis, embedding).items():
+        if re.fullmatch(pattern, path):  # as keras.distribution.LayoutMap matches
+            return axes
+    return (None,) * ndim
+
+
+def _megatron_rules(model_axis, embedding):
+    """`{path pattern: axes}` of the model-parallel layout (module docstring)."""
+    token_embedding, output_projection = _embedding_layouts(embedding, model_axis)
+    return {
+        _COLUMN_PARALLEL + "/kernel": (None, model_axis),
+        _COLUMN_PARALLEL + "/bias": (model_axis,),
+        _ROW_PARALLEL + "/kernel": (model_axis, None),
+        _TOKEN_EMBEDDING: token_embedding,
+        _OUTPUT_PROJECTION: output_projection,
+    }
+
+
 def layout_map(mesh, model_axis=MODEL_AXIS, embedding="vocab", config=None):
     """Megatron-style `keras.distribution.LayoutMap` for our models on `mesh`.
 
@@ -210,13 +251,9 @@ def layout_map(mesh, model_axis=MODEL_AXIS, embedding="vocab", config=None):
     model_size = _check_mesh(mesh, model_axis)
     embedding = validation.check_choice("embedding", embedding, EMBEDDING_SPLITS)
     _check_config(config, embedding, model_size)
-    token_embedding, output_projection = _embedding_layouts(embedding, model_axis)
     layouts = keras.distribution.LayoutMap(mesh)
-    layouts[_COLUMN_PARALLEL + "/kernel"] = (None, model_axis)
-    layouts[_COLUMN_PARALLEL + "/bias"] = (model_axis,)
-    layouts[_ROW_PARALLEL + "/kernel"] = (model_axis, None)
-    layouts[_TOKEN_EMBEDDING] = token_embedding
-    layouts[_OUTPUT_PROJECTION] = output_projection
+    for pattern, axes in _megatron_rules(model_axis, embedding).items():
+        layouts[pattern] = axes
     return layouts
 
 
@@ -250,14 +287,19 @@ def model_parallel(
     """
     layouts = layout_map(mesh, model_axis=model_axis, embedding=embedding, config=config)
     auto_shard_dataset = validation.check_bool("auto_shard_dataset", auto_shard_dataset)
+    check_batch_axis(mesh, batch_axis, model_axis)
+    return keras.distribution.ModelParallel(
+        layout_map=layouts, batch_dim_name=batch_axis, auto_shard_dataset=auto_shard_dataset
+    )
+
+
+def check_batch_axis(mesh, batch_axis, model_axis):
+    """`batch_axis` must name a mesh axis other than `model_axis`."""
     if batch_axis not in mesh.axis_names or batch_axis == model_axis:
         raise ValueError(
             f"`batch_axis` must be a mesh axis other than `model_axis` ({model_axis!r}), "
             f"one of {tuple(mesh.axis_names)}; received {batch_axis!r}."
         )
-    return keras.distribution.ModelParallel(
-        layout_map=layouts, batch_dim_name=batch_axis, auto_shard_dataset=auto_shard_dataset
-    )
 
 
 def data_parallel(devices=None, auto_shard_dataset=True):
