@@ -4,11 +4,17 @@
   Megatron-style model parallel), handed to `keras.distribution`.
 * `sharded_weights`: every weight and optimizer moment also split over the
   batch axis (ZeRO-3 / FSDP).
+* `cluster`: several processes (hosts) as one mesh: joining, gathering and
+  saving weights that span processes.
 
 `keras.distribution` is implemented for JAX; the TensorFlow and PyTorch
 backends ignore it (docs/scaling_out.md says what they offer instead).
 """
 
+from keras_transformer.distribution.cluster import gathered_weights
+from keras_transformer.distribution.cluster import is_coordinator
+from keras_transformer.distribution.cluster import join_cluster
+from keras_transformer.distribution.cluster import save_model
 from keras_transformer.distribution.layouts import BATCH_AXIS
 from keras_transformer.distribution.layouts import EMBEDDING_SPLITS
 from keras_transformer.distribution.layouts import MODEL_AXIS
@@ -22,6 +28,7 @@ from keras_transformer.distribution.sharded_weights import fully_sharded
 from keras_transformer.distribution.sharded_weights import sharded_axes
 
 __all__ = [
-    "FullyShardedParallel", "data_parallel", "fully_sharded", "layout_map", "make_mesh",
-    "megatron_axes", "model_parallel", "sharded_axes",
+    "FullyShardedParallel", "data_parallel", "fully_sharded", "gathered_weights",
+    "is_coordinator", "join_cluster", "layout_map", "make_mesh", "megatron_axes",
+    "model_parallel", "save_model", "sharded_axes",
 ]

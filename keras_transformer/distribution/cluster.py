@@ -1,0 +1,241 @@
+"""Several processes, one model: joining a JAX cluster, gathering and saving its weights.
+
+Every process of a cluster runs the same program. `join_cluster` connects it
+to the others before JAX starts any computation; from then on
+`keras.distribution.list_devices()` lists every process's devices and a
+mesh spans them. A weight split over devices of several processes is one
+global `jax.Array`, of which each process holds its own shards only: it
+cannot be turned into a NumPy array where it lives, so `model.save` fails on
+it ("spans non-addressable devices"). `gathered_weights` and `save_model`
+collect each weight from every process (a collective: every process must
+call them) and write one ordinary `.keras` file that loads in one process.
+
+How a cluster fails: JAX's coordinator expects a heartbeat from every process.
+When a process dies, the others stop at their next collective or when its
+heartbeats are overdue (`heartbeat_timeout`), and JAX ends them with "the JAX
+distributed service detected fatal errors ... another task died" (an abort,
+exit status 134). `keras.distribution.initialize` joins with JAX's defaults
+(300 s to join, 100 s of silence before a peer counts as dead);
+`join_cluster` lets you bound both.
+"""
+
+import contextlib
+import socket
+import time
+
+import keras
+import numpy as np
+
+from keras_transformer import validation
+
+__all__ = ["gathered_weights", "is_coordinator", "join_cluster", "save_model"]
+
+
+def _check_jax(name):
+    if keras.backend.backend() != "jax":
+        raise ValueError(
+            f"`{name}` needs the JAX backend (KERAS_BACKEND=jax): keras.distribution runs "
+            f"clusters on JAX only; this process runs {keras.backend.backend()}."
+        )
+
+
+def join_cluster(coordinator_address, num_processes, process_id, timeout=300,
+                 heartbeat_timeout=100):
+    """Joins this process to a JAX cluster, as `keras.distribution.initialize` does.
+
+    Call it first thing, before any JAX computation, in every process. It
+    runs `jax.distributed.initialize` with bounded timeouts, lets CPU devices
+    of different processes reduce through gloo (over TCP; GPUs and TPUs use
+    their own links), and gives every process the same random seed, as Keras
+    does, so that all of them create the same initial weights.
+
+    Args:
+        coordinator_address: `"host:port"` of process 0, which every process
+            can reach.
+        num_processes: processes in the cluster.
+        process_id: this process, from 0 to `num_processes - 1`.
+        timeout: seconds to wait for every process to join (a process
+            other than 0 first waits this long for process 0 to listen,
+            then raises a `TimeoutError` naming the address).
+        heartbeat_timeout: seconds without a heartbeat after which a process
+            counts as dead and the others stop with an error.
+
+    Example:
+    >>> join_cluster("localhost:12355", num_processes=2, process_id=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: `process_id` must be an integer in [0, 1]; received 2.
+    """
+    _check_jax("join_cluster")
+    host, port = _host_and_port(coordinator_address)
+    num_processes = validation.check_int("num_processes", num_processes)
+    if not isinstance(process_id, int) or isinstance(process_id, bool) or not (
+        0 <= process_id < num_processes
+    ):
+        raise ValueError(
+            f"`process_id` must be an integer in [0, {num_processes - 1}]; "
+            f"received {process_id!r}."
+        )
+    timeout = validation.check_int("timeout", timeout)
+    heartbeat_timeout = validation.check_int("heartbeat_timeout", heartbeat_timeout)
+    import jax
+    from keras.src.backend.jax import distribution_lib
+
+    if process_id:
+        _wait_for_coordinator(host, port, timeout)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=coordinator_address, num_processes=num_processes,
+        process_id=process_id, initialization_timeout=timeout,
+        heartbeat_timeout_seconds=heartbeat_timeout,
+    )
+    distribution_lib.initialize_rng()  # what keras.distribution.initialize does next
+
+
+def _host_and_port(address):
+    host, _, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            "`coordinator_address` must be a 'host:port' string naming process 0; "
+            f"received {address!r}."
+        )
+    return host, int(port)
+
+
+def _wait_for_coordinator(host, port, timeout):
+    """Returns once process 0 listens at `host:port`; TimeoutError after `timeout` s.
+
+    JAX itself would abort the process after its join timeout with a message
+    about a task that died; this says what is wrong first.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"No coordinator answered at {host}:{port} within {timeout} s ({error}): "
+                    "start process 0 (it listens there), or check the address, the port and "
+                    "the firewall."
+                ) from None
+            time.sleep(0.2)
+
+
+def is_coordinator():
+    """Whether this is process 0 (the one process without a cluster; any backend).
+
+    Example:
+    >>> is_coordinator()
+    True
+    """
+    if keras.backend.backend() != "jax":
+        return True
+    import jax
+
+    return jax.process_index() == 0
+
+
+def _gathered(variable):
+    """The whole value of `variable` as a NumPy array, in every process (collective)."""
+    value = variable.value
+    if keras.backend.backend() != "jax" or value.is_fully_addressable:
+        return keras.ops.convert_to_numpy(value)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(value, tiled=True))
+
+
+def gathered_weights(model):
+    """`model.get_weights()` of a model whose weights span several processes.
+
+    A collective: every process of the cluster must call it, in the same
+    order as its other collectives. In one process it is `get_weights()`.
+
+    Args:
+        model: a built Keras model.
+
+    Returns:
+        A list of NumPy arrays, in `model.weights` order, in every process.
+
+    Example:
+    >>> import keras_transformer as kt
+    >>> model = kt.DecoderOnly.from_preset("gpt2_tiny", num_layers=1)
+    >>> [w.shape for w in gathered_weights(model)][:1]
+    [(128, 64)]
+    """
+    return [_gathered(variable) for variable in model.weights]
+
+
+@contextlib.contextmanager
+def _no_distribution():
+    """Variables created here live on this process's default device."""
+    from keras.src.distribution import distribution_lib
+
+    current = distribution_lib.distribution()
+    distribution_lib.set_distribution(None)
+    try:
+        yield
+    finally:
+        distribution_lib.set_distribution(current)
+
+
+def save_model(model, filepath):
+    """`model.save(filepath)` for a model whose weights span several processes.
+
+    Every process calls it (it gathers each weight and optimizer variable
+    from all of them); process 0 writes one ordinary `.keras` file, with the
+    optimizer and its state when the model is compiled, and every process
+    returns once the file is written. In one process it is `model.save`.
+    The file loads anywhere with `keras.saving.load_model`, into one device
+    or, under a distribution, into sharded weights.
+
+    Args:
+        model: a built `DecoderOnly`, `EncoderDecoder` (or any Keras model
+            that Keras can rebuild from its config).
+        filepath: the `.keras` file to write (process 0's file system).
+
+    Example:
+    >>> import os, tempfile, keras_transformer as kt
+    >>> model = kt.DecoderOnly.from_preset("gpt2_tiny", num_layers=1)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> save_model(model, path)
+    >>> os.path.exists(path)
+    True
+    """
+    if keras.backend.backend() != "jax":
+        model.save(filepath)
+        return
+    import jax
+    from jax.experimental import multihost_utils
+
+    if jax.process_count() == 1:
+        model.save(filepath)
+        return
+    values = [_gathered(variable) for variable in model.variables]
+    optimizer = getattr(model, "optimizer", None)
+    optimizer_values = (
+        [_gathered(variable) for variable in optimizer.variables]
+        if optimizer is not None and optimizer.built else None
+    )
+    if is_coordinator():
+        with _no_distribution():
+            copy = _rebuilt(model, values, optimizer_values)
+            copy.save(filepath)
+    multihost_utils.sync_global_devices(f"keras_transformer.save_model {filepath}")
+
+
+def _rebuilt(model, values, optimizer_values):
+    """An unsharded copy of `model`, made as `keras.saving.load_model` makes one."""
+    copy = model.__class__.from_config(model.get_config())
+    if not copy.built:  # our models build in their constructor
+        copy.build_from_config(model.get_build_config())
+    for variable, value in zip(copy.variables, values, strict=True):
+        variable.assign(value)
+    if optimizer_values is not None:
+        copy.compile_from_config(model.get_compile_config())
+        copy.optimizer.build(copy.trainable_variables)
+        for variable, value in zip(copy.optimizer.variables, optimizer_values, strict=True):
+            variable.assign(value)
+    return copy

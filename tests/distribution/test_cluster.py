@@ -1,0 +1,246 @@
+"""Several processes as one JAX cluster, on this machine: examples/many_hosts.py for real.
+
+Each test starts processes of examples/many_hosts.py that join one cluster on a free
+loopback port (CPU devices reduce through gloo), each with a few virtual CPU devices, and
+train 5 steps of both families under data parallelism, Megatron model parallelism (model
+axis inside a process) and sharded weights (split across processes). The same script in one
+process with as many devices is the reference: losses and trained weights must match to
+1e-5, every process must have read its own half (quarter) of each global batch, and the
+checkpoint the cluster wrote must load here with the reference's logits and optimizer state.
+Every wait is bounded: the processes' own join and heartbeat timeouts, and a timeout on each
+process here, after which all of them are killed.
+
+The processes always run JAX; this file's checks run under any backend. The 2-process test
+runs in the JAX session of `make test`, the 4-process one is marked slow.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+import keras_transformer  # also registers the classes the checkpoints name
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "examples" / "many_hosts.py"
+DEVICES = 8
+TOLERANCE = 1e-5
+LAYOUTS = ("data_parallel", "model_parallel", "fully_sharded")
+FAMILIES = ("decoder_only", "encoder_decoder")
+BATCH = 8
+JAX_SESSION = pytest.mark.skipif(
+    keras.backend.backend() != "jax",
+    reason="one backend's session is enough to run the cluster (it always runs JAX)",
+)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(output, num_processes, process_id, port, *extra):
+    env = dict(
+        os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    command = [
+        sys.executable, str(SCRIPT), "--coordinator", f"localhost:{port}",
+        "--num-processes", str(num_processes), "--process-id", str(process_id),
+        "--devices-per-process", str(DEVICES // num_processes), "--output", str(output),
+        "--batch-size", str(BATCH), *extra,
+    ]
+    return subprocess.Popen(
+        command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+
+
+def finish(processes, timeout):
+    """`(return code, seconds, stderr)` of each process; all killed at `timeout` seconds."""
+    begun = time.monotonic()
+    results = []
+    for process in processes:
+        try:
+            _, stderr = process.communicate(timeout=max(1, timeout - (time.monotonic() - begun)))
+        except subprocess.TimeoutExpired:
+            for other in processes:
+                if other.poll() is None:
+                    os.killpg(other.pid, signal.SIGKILL)
+            _, stderr = process.communicate()
+        results.append((process.returncode, time.monotonic() - begun, stderr))
+    return results
+
+
+def runs(output, process_id=0):
+    data = json.loads((output / f"process-{process_id}.json").read_text())
+    return {(run["family"], run["layout"]): run for run in data["runs"]}, data
+
+
+def probe_inputs(family):
+    ids = np.random.default_rng(7).integers(3, 128, size=(2, 12)).astype("int32")
+    ids[1, 8:] = 0
+    return ids if family == "decoder_only" else {"source": ids, "target": ids[:, ::-1].copy()}
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """The cluster (2 processes x 4 devices) and the reference (1 x 8), run side by side."""
+    cluster, alone = tmp_path_factory.mktemp("cluster"), tmp_path_factory.mktemp("alone")
+    port = free_port()
+    processes = [start(cluster, 2, i, port) for i in range(2)] + [start(alone, 1, 0, port)]
+    results = finish(processes, timeout=900)
+    for code, _, stderr in results:
+        assert code == 0, stderr[-3000:]
+    return cluster, alone, 2
+
+
+@pytest.fixture(scope="module")
+def four_processes(tmp_path_factory):
+    cluster, alone = tmp_path_factory.mktemp("cluster4"), tmp_path_factory.mktemp("alone4")
+    port = free_port()
+    processes = [start(cluster, 4, i, port) for i in range(4)] + [start(alone, 1, 0, port)]
+    for code, _, stderr in finish(processes, timeout=1200):
+        assert code == 0, stderr[-3000:]
+    return cluster, alone, 4
+
+
+def check_matches_one_process(cluster, alone, num_processes):
+    reference, alone_data = runs(alone)
+    assert alone_data["processes"] == 1 and alone_data["devices"] == DEVICES
+    for process_id in range(num_processes):
+        got, data = runs(cluster, process_id)
+        assert data["processes"] == num_processes and data["devices"] == DEVICES
+        for key, run in got.items():
+            want = reference[key]
+            assert run["mesh"] == want["mesh"], key
+            assert len(run["losses"]) == 5, key
+            np.testing.assert_allclose(run["losses"], want["losses"], atol=TOLERANCE, err_msg=str(key))
+            # Each process read its own share of every global batch.
+            assert run["rows_per_step"] == BATCH // num_processes, key
+            assert want["rows_per_step"] == BATCH, key
+            split = run["weights_split_over_processes"]
+            if key[1] == "fully_sharded":  # every matrix has a slice in each process only
+                matrices = [p for p in split if p.endswith(("kernel", "embeddings"))]
+                assert len(matrices) >= 6 and not want["weights_split_over_processes"], key
+            else:  # replicated, or split over a model axis inside each process
+                assert split == [], (key, split)
+    for family in FAMILIES:
+        for layout in LAYOUTS:
+            name = f"{family}-{layout}"
+            with np.load(cluster / name / "weights.npz") as a, np.load(alone / name / "weights.npz") as b:
+                assert len(a.files) == len(b.files) > 0
+                for k in a.files:
+                    np.testing.assert_allclose(a[k], b[k], atol=TOLERANCE, err_msg=f"{name} {k}")
+
+
+def check_checkpoints_load_here(cluster, alone):
+    """The cluster's `.keras` files load in this one process: logits and SGD momenta."""
+    for family in FAMILIES:
+        for layout in LAYOUTS:
+            name = f"{family}-{layout}"
+            ours = keras.saving.load_model(cluster / name / "model.keras", safe_mode=True)
+            theirs = keras.saving.load_model(alone / name / "model.keras", safe_mode=True)
+            inputs = probe_inputs(family)
+            np.testing.assert_allclose(
+                keras.ops.convert_to_numpy(ours(inputs)),
+                keras.ops.convert_to_numpy(theirs(inputs)), atol=TOLERANCE, err_msg=name,
+            )
+            moments = [keras.ops.convert_to_numpy(v) for v in ours.optimizer.variables]
+            expected = [keras.ops.convert_to_numpy(v) for v in theirs.optimizer.variables]
+            assert len(moments) == len(expected) > len(ours.trainable_variables)
+            for a, b in zip(moments, expected):
+                np.testing.assert_allclose(a, b, atol=TOLERANCE, err_msg=name)
+
+
+@JAX_SESSION
+def test_two_processes_train_as_one(two_processes):
+    check_matches_one_process(*two_processes)
+
+
+@JAX_SESSION
+def test_checkpoint_of_two_processes_loads_in_one(two_processes):
+    cluster, alone, _ = two_processes
+    check_checkpoints_load_here(cluster, alone)
+
+
+@pytest.mark.slow
+def test_four_processes_train_as_one(four_processes):
+    check_matches_one_process(*four_processes)
+    check_checkpoints_load_here(*four_processes[:2])
+
+
+@JAX_SESSION
+def test_a_dead_process_ends_the_others_with_a_clear_error(tmp_path):
+    """Process 1 crashes after 2 steps; process 0 must stop by itself, within the timeout."""
+    port = free_port()
+    common = ("--families", "decoder_only", "--layouts", "data_parallel", "--timeout", "10")
+    survivor = start(tmp_path, 2, 0, port, *common)
+    dying = start(tmp_path, 2, 1, port, *common, "--exit-after-steps", "2")
+    (code, seconds, stderr), (dead_code, _, _) = finish([survivor, dying], timeout=240)
+    assert dead_code == 3
+    assert code not in (0, -signal.SIGKILL), stderr[-2000:]  # it ended itself, with an error
+    assert seconds < 180, seconds
+    assert "another task died" in stderr or "unhealthy" in stderr, stderr[-2000:]
+
+
+@JAX_SESSION
+def test_a_cluster_without_its_coordinator_times_out_naming_it(tmp_path):
+    """Process 1 of 2, and no process 0: joining fails after `--timeout` seconds."""
+    port = free_port()
+    process = start(tmp_path, 2, 1, port, "--timeout", "5")
+    ((code, seconds, stderr),) = finish([process], timeout=180)
+    assert code == 1, stderr[-2000:]
+    assert seconds < 120, seconds
+    assert f"TimeoutError: No coordinator answered at localhost:{port} within 5 s" in stderr
+
+
+@pytest.mark.parametrize(
+    "arguments, match",
+    [
+        (("localhost", 2, 0), "`coordinator_address` must be a 'host:port' string"),
+        (("localhost:http", 2, 0), "`coordinator_address` must be a 'host:port' string"),
+        ((":1234", 2, 0), "`coordinator_address` must be a 'host:port' string"),
+        (("localhost:1234", 0, 0), "`num_processes` must be an integer"),
+        (("localhost:1234", 2, 2), r"`process_id` must be an integer in \[0, 1\]; received 2"),
+        (("localhost:1234", 2, -1), r"`process_id` must be an integer in \[0, 1\]"),
+        (("localhost:1234", 2, True), r"`process_id` must be an integer in \[0, 1\]"),
+    ],
+)
+def test_join_cluster_names_the_bad_argument(arguments, match):
+    if keras.backend.backend() != "jax":
+        match = "`join_cluster` needs the JAX backend"
+    with pytest.raises(ValueError, match=match):
+        keras_transformer.distribution.join_cluster(*arguments)
+
+
+@pytest.mark.parametrize("name, value", [("timeout", 0), ("heartbeat_timeout", 1.5)])
+@JAX_SESSION
+def test_join_cluster_names_a_bad_timeout(name, value):
+    with pytest.raises(ValueError, match=f"`{name}` must be an integer"):
+        keras_transformer.distribution.join_cluster("localhost:1234", 2, 1, **{name: value})
+
+
+def test_save_model_in_one_process_is_model_save(tmp_path):
+    model = keras_transformer.DecoderOnly.from_preset("gpt2_tiny", num_layers=1)
+    model.compile(optimizer="sgd")
+    ids = np.array([[5, 6, 7, 8]], dtype="int32")
+    model.train_on_batch(ids, ids)
+    keras_transformer.distribution.save_model(model, tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras", safe_mode=True)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(loaded(ids)), keras.ops.convert_to_numpy(model(ids)), atol=1e-6
+    )
+    assert [w.shape for w in keras_transformer.distribution.gathered_weights(model)] == [
+        tuple(w.shape) for w in model.weights
+    ]
+    assert keras_transformer.distribution.is_coordinator()
