@@ -6,7 +6,7 @@
   batch axis (ZeRO-3 / FSDP).
 * `cluster`: several processes (hosts) as one mesh: joining, gathering and
   saving weights that span processes.
-* `plan`: will it fit? Per-device bytes of weights, gradients, optimizer
+* `memory_plan`: will it fit? Per-device bytes of weights, gradients, optimizer
   state and activations, and step FLOPs, from a config alone.
 * `measurement`: XLA's per-device memory of a compiled training step.
 
@@ -28,9 +28,9 @@ from keras_transformer.distribution.layouts import megatron_axes
 from keras_transformer.distribution.layouts import model_parallel
 from keras_transformer.distribution.measurement import StepMemory
 from keras_transformer.distribution.measurement import step_memory
-from keras_transformer.distribution.plan import MemoryPlan
-from keras_transformer.distribution.plan import plan
-from keras_transformer.distribution.plan import weight_shapes
+from keras_transformer.distribution.memory_plan import MemoryPlan
+from keras_transformer.distribution.memory_plan import plan
+from keras_transformer.distribution.memory_plan import weight_shapes
 from keras_transformer.distribution.sharded_weights import FullyShardedParallel
 from keras_transformer.distribution.sharded_weights import fully_sharded
 from keras_transformer.distribution.sharded_weights import sharded_axes

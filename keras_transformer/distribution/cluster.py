@@ -163,7 +163,7 @@ def gathered_weights(model):
     >>> import keras_transformer as kt
     >>> model = kt.DecoderOnly.from_preset("gpt2_tiny", num_layers=1)
     >>> [w.shape for w in gathered_weights(model)][:1]
-    [(128, 64)]
+    [(128, 32)]
     """
     return [_gathered(variable) for variable in model.weights]
 

@@ -65,8 +65,8 @@ MODEL_AXIS = "model"
 EMBEDDING_SPLITS = ("vocab", "model")
 
 __all__ = [
-    "check_batch_axis", "data_parallel", "layout_map", "make_mesh", "megatron_axes",
-    "model_parallel",
+    "check_batch_axis", "check_split", "data_parallel", "layout_map", "make_mesh",
+    "megatron_axes", "model_parallel",
 ]
 
 # Variable paths of both model families, e.g.
@@ -145,8 +145,17 @@ def _check_mesh(mesh, model_axis):
     return mesh.shape[list(mesh.axis_names).index(model_axis)]
 
 
-def _check_config(config, embedding, model_size):
-    """Every dimension the layout splits must divide evenly over the model axis."""
+def check_split(config, embedding, model_size):
+    """Every dimension the layout splits must divide evenly over the model axis.
+
+    Args:
+        config: a `TransformerConfig`, or None to check nothing.
+        embedding: `"vocab"` or `"model"`; see `layout_map`.
+        model_size: devices of the model axis.
+
+    Raises:
+        ValueError: naming the first dimension that does not divide.
+    """
     if config is None:
         return
     if not isinstance(config, TransformerConfig):
@@ -250,7 +259,7 @@ def layout_map(mesh, model_axis=MODEL_AXIS, embedding="vocab", config=None):
     """
     model_size = _check_mesh(mesh, model_axis)
     embedding = validation.check_choice("embedding", embedding, EMBEDDING_SPLITS)
-    _check_config(config, embedding, model_size)
+    check_split(config, embedding, model_size)
     layouts = keras.distribution.LayoutMap(mesh)
     for pattern, axes in _megatron_rules(model_axis, embedding).items():
         layouts[pattern] = axes

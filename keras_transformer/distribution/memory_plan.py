@@ -357,7 +357,7 @@ class _Split:
                 f"`mesh` {sizes} has axes other than {batch_axis!r} and {model_axis!r} of more "
                 "than one device; the layouts split over those two only."
             )
-        layouts._check_config(config, embedding, self.model)
+        layouts.check_split(config, embedding, self.model)
 
     def shards(self, path, shape):
         """Devices one copy of the weight at `path` is split over."""
