@@ -59,25 +59,32 @@ def start(output, num_processes, process_id, port, *extra):
         "--devices-per-process", str(DEVICES // num_processes), "--output", str(output),
         "--batch-size", str(BATCH), *extra,
     ]
-    return subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # Output goes to a file, not a pipe: a process blocked on a full pipe that nobody reads
+    # yet would stall the whole cluster's collectives.
+    log = open(pathlib.Path(output) / f"process-{process_id}-of-{num_processes}.log", "w+")
+    process = subprocess.Popen(
+        command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )
+    process.log = log
+    return process
 
 
 def finish(processes, timeout):
-    """`(return code, seconds, stderr)` of each process; all killed at `timeout` seconds."""
+    """`(return code, seconds, output)` of each process; all killed at `timeout` seconds."""
     begun = time.monotonic()
     results = []
     for process in processes:
         try:
-            _, stderr = process.communicate(timeout=max(1, timeout - (time.monotonic() - begun)))
+            process.wait(timeout=max(1, timeout - (time.monotonic() - begun)))
         except subprocess.TimeoutExpired:
             for other in processes:
                 if other.poll() is None:
                     os.killpg(other.pid, signal.SIGKILL)
-            _, stderr = process.communicate()
-        results.append((process.returncode, time.monotonic() - begun, stderr))
+            process.wait()
+        process.log.seek(0)
+        results.append((process.returncode, time.monotonic() - begun, process.log.read()))
+        process.log.close()
     return results
 
 
@@ -99,8 +106,8 @@ def two_processes(tmp_path_factory):
     port = free_port()
     processes = [start(cluster, 2, i, port) for i in range(2)] + [start(alone, 1, 0, port)]
     results = finish(processes, timeout=900)
-    for code, _, stderr in results:
-        assert code == 0, stderr[-3000:]
+    for code, _, output in results:
+        assert code == 0, output[-3000:]
     return cluster, alone, 2
 
 
@@ -109,8 +116,8 @@ def four_processes(tmp_path_factory):
     cluster, alone = tmp_path_factory.mktemp("cluster4"), tmp_path_factory.mktemp("alone4")
     port = free_port()
     processes = [start(cluster, 4, i, port) for i in range(4)] + [start(alone, 1, 0, port)]
-    for code, _, stderr in finish(processes, timeout=1200):
-        assert code == 0, stderr[-3000:]
+    for code, _, output in finish(processes, timeout=1200):
+        assert code == 0, output[-3000:]
     return cluster, alone, 4
 
 
@@ -186,11 +193,11 @@ def test_a_dead_process_ends_the_others_with_a_clear_error(tmp_path):
     common = ("--families", "decoder_only", "--layouts", "data_parallel", "--timeout", "10")
     survivor = start(tmp_path, 2, 0, port, *common)
     dying = start(tmp_path, 2, 1, port, *common, "--exit-after-steps", "2")
-    (code, seconds, stderr), (dead_code, _, _) = finish([survivor, dying], timeout=240)
+    (code, seconds, output), (dead_code, _, _) = finish([survivor, dying], timeout=240)
     assert dead_code == 3
-    assert code not in (0, -signal.SIGKILL), stderr[-2000:]  # it ended itself, with an error
+    assert code not in (0, -signal.SIGKILL), output[-2000:]  # it ended itself, with an error
     assert seconds < 180, seconds
-    assert "another task died" in stderr or "unhealthy" in stderr, stderr[-2000:]
+    assert "another task died" in output or "unhealthy" in output, output[-2000:]
 
 
 @JAX_SESSION
@@ -198,10 +205,10 @@ def test_a_cluster_without_its_coordinator_times_out_naming_it(tmp_path):
     """Process 1 of 2, and no process 0: joining fails after `--timeout` seconds."""
     port = free_port()
     process = start(tmp_path, 2, 1, port, "--timeout", "5")
-    ((code, seconds, stderr),) = finish([process], timeout=180)
-    assert code == 1, stderr[-2000:]
+    ((code, seconds, output),) = finish([process], timeout=180)
+    assert code == 1, output[-2000:]
     assert seconds < 120, seconds
-    assert f"TimeoutError: No coordinator answered at localhost:{port} within 5 s" in stderr
+    assert f"TimeoutError: No coordinator answered at localhost:{port} within 5 s" in output
 
 
 @pytest.mark.parametrize(
