@@ -11,6 +11,8 @@ from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 from keras_transformer.layers.normalization import make_norm
+from keras_transformer.layers.remat import rematerialized
+from keras_transformer.layers.remat import seed_states
 from keras_transformer.layers.sublayer_call import invoke
 
 SELF_ATTENTION_MODES = ("bidirectional", "causal", "banded")
@@ -234,6 +236,38 @@ class TransformerBlock(keras.layers.Layer):
             x, self.feed_forward_norm, lambda h: invoke(self.feed_forward, h), training
         )
         return x if cache is None else (x, updated)
+
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        """Keras' rematerialization of this block (built in a `keras.RematScope` naming it),
+        made to work with its keyword arguments and dropout (`keras_transformer.layers.remat`).
+
+        A cached decoding step is never rematerialized: nothing differentiates it.
+
+        Args:
+            layer_call: the method `Layer.__call__` would run (`call`).
+            *args: the call's arguments.
+            **kwargs: the call's keyword arguments.
+
+        Returns:
+            `layer_call`, or a function of the same arguments that recomputes it in the
+            backward pass.
+
+        Example:
+        >>> import keras
+        >>> with keras.RematScope(mode="list_of_layers", layer_names=["block"]):
+        ...     block = TransformerBlock(num_heads=2, d_ff=16, name="block")
+        >>> x = keras.ops.ones((1, 3, 8))
+        >>> block.build(x.shape)
+        >>> call = block.call
+        >>> block.rematerialized_call(call, x) is call
+        False
+        >>> block.rematerialized_call(call, x, cache=block.empty_cache(1, 3)) is call
+        True
+        """
+        if (kwargs.get("cache") is not None
+                or super().rematerialized_call(layer_call, *args, **kwargs) is layer_call):
+            return layer_call  # decoding, or a mode that leaves this block out
+        return rematerialized(layer_call, seed_states(self))
 
     def cross_attention_probabilities(self, x, memory, padding_mask=None, memory_mask=None):
         """Cross-attention weights `(batch, heads, T, S)` this block computes for input `x`.

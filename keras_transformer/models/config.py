@@ -20,7 +20,9 @@ class TransformerConfig:
 
     `EncoderDecoder` and `DecoderOnly` build one of these from their keyword
     arguments; `num_encoder_layers == 0` means decoder-only. Nothing here is a
-    runtime mode: training and decoding are call arguments, not config.
+    runtime mode: training and decoding are call arguments, not config
+    (`remat`, how training stores activations, is the one training option
+    kept here, so that a saved model keeps it).
 
     The toggles of a single block carry the names of `BlockConfig`'s fields;
     `block` collects them into the `BlockConfig` every block of the model is
@@ -74,6 +76,13 @@ class TransformerConfig:
         qk_norm: normalize each query and key head before their product.
         rotary_base: RoPE's wavelength base (`position="rotary"`).
         rotary_fraction: share of each head's features RoPE rotates.
+        remat: recompute each block's activations in the backward pass
+            instead of storing them: less memory for one more forward pass of
+            each block; losses, gradients and `generate` are unchanged. Not
+            architecture: `==` and `count_params` leave it out. Under JAX on
+            CPU, XLA undoes it unless the process starts with
+            `XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`
+            (docs/training.md, Rematerialization).
 
     Example:
     >>> config = TransformerConfig(vocab_size=50257, num_encoder_layers=0,
@@ -112,6 +121,7 @@ class TransformerConfig:
     qk_norm: bool = False
     rotary_base: float = 10000.0
     rotary_fraction: float = 1.0
+    remat: bool = dataclasses.field(default=False, compare=False)
 
     def __post_init__(self):
         validation.check_int("vocab_size", self.vocab_size)
@@ -123,6 +133,7 @@ class TransformerConfig:
         validation.check_choice("position_layout", self.position_layout, LAYOUTS)
         validation.check_bool("tie_embeddings", self.tie_embeddings)
         validation.check_bool("scale_embeddings", self.scale_embeddings)
+        validation.check_bool("remat", self.remat)
         self.block.check_width(self.d_model)  # validates every block toggle on the way
         for name in ("pad_id", "start_id", "end_id"):
             validation.check_token_id(name, getattr(self, name), self.vocab_size, allow_none=True)

@@ -57,6 +57,8 @@ class EncoderDecoder(TransformerModel):
         qk_norm: normalize each query and key head before their product.
         rotary_base: RoPE's wavelength base, with `position="rotary"`.
         rotary_fraction: share of each head's features that RoPE rotates.
+        remat: recompute every block's activations in the backward pass
+            instead of storing them (`TransformerConfig.remat`).
         **kwargs: base `keras.Model` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -106,6 +108,7 @@ class EncoderDecoder(TransformerModel):
         qk_norm=False,
         rotary_base=10000.0,
         rotary_fraction=1.0,
+        remat=False,
         **kwargs,
     ):
         super().__init__(constructor_arguments(locals()), **kwargs)

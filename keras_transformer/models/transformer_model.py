@@ -1,5 +1,6 @@
 """What both model families share: embeddings, block stacks, the output head."""
 
+import contextlib
 import inspect
 
 import keras
@@ -36,6 +37,18 @@ def constructor_arguments(local_variables):
         for k, v in local_variables.items()
         if k not in ("self", "kwargs", "__class__")
     }
+
+
+def _remat_scope(remat, block_name):
+    """Where a block is built: Keras' per-layer rematerialization of that block alone.
+
+    `"list_of_layers"` names the block, so its sublayers (built in the scope
+    too) are not rematerialized again inside it; `TransformerBlock` makes
+    Keras' remat work with its arguments and dropout.
+    """
+    if not remat:
+        return contextlib.nullcontext()
+    return keras.RematScope(mode="list_of_layers", layer_names=[block_name])
 
 
 def _is_auto(value):
@@ -108,18 +121,19 @@ class TransformerModel(keras.Model):
 
     # --- construction helpers -------------------------------------------------
     def _block(self, name, self_attention="bidirectional", cross_attention=False):
-        return TransformerBlock(
-            self.config.block,
-            self_attention=self_attention,
-            window=self.config.attention_window if self_attention == "banded" else None,
-            cross_attention=cross_attention,
-            kernel_initializer=clone_initializer(self._init_rule.kernel, name),
-            output_kernel_initializer=clone_initializer(
-                self._init_rule.output_kernel, f"{name}/output"
-            ),
-            dtype=self.dtype_policy,
-            name=name,
-        )
+        with _remat_scope(self.config.remat, name):
+            return TransformerBlock(
+                self.config.block,
+                self_attention=self_attention,
+                window=self.config.attention_window if self_attention == "banded" else None,
+                cross_attention=cross_attention,
+                kernel_initializer=clone_initializer(self._init_rule.kernel, name),
+                output_kernel_initializer=clone_initializer(
+                    self._init_rule.output_kernel, f"{name}/output"
+                ),
+                dtype=self.dtype_policy,
+                name=name,
+            )
 
     def _final_norm(self, name):
         """The extra norm closing a pre-LN stack; post-LN stacks end normalized."""
