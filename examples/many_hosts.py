@@ -8,16 +8,17 @@ machine, each with 4 virtual CPU devices, training on one mesh of 8 devices:
     python examples/many_hosts.py --coordinator localhost:12355 --num-processes 2 \\
         --process-id 1 --output runs/cluster
 
-Each process joins the cluster (`kt.distribution.join_cluster`, which is
-`keras.distribution.initialize` with bounded timeouts), then, for each model
+Each process joins the cluster with `keras.distribution.initialize` (or,
+with `--join bounded`, `kt.distribution.join_cluster`: the same with bounded
+timeouts), then, for each model
 family and layout, builds the model under the layout over every device of
 every process and trains it with `fit` on a `tf.data.Dataset` batched at the
 global batch size, which Keras shards so that each process reads its own
 rows. `kt.distribution.save_model` gathers the weights from every process and
 process 0 writes `FAMILY-LAYOUT/model.keras` (a checkpoint that loads in one
 process) and `weights.npz` under `--output`; every process writes
-`process-N.json` (losses, rows read per step, which weights are split over
-processes).
+`process-N.json` (losses, the rows it read and the rows of the global batch
+per step, which weights are split over processes).
 With `--num-processes 1 --devices-per-process 8` the same script is the
 one-process reference: the same meshes over the same number of devices.
 
@@ -26,15 +27,14 @@ Layouts (`--layouts`): `data_parallel` (every weight on every device),
 devices, 2 by default: inside a process), `fully_sharded` (every weight and
 optimizer moment split over the batch axis too, across processes).
 
-A process that loses a peer stops with JAX's error ("another task died")
-within about `--timeout` seconds rather than waiting forever.
+With `--join bounded`, a process that loses a peer stops with JAX's error
+("another task died") within about `--timeout` seconds, or twice that when
+the peer raised an exception (it waits at exit for the others first).
 """
 
 import argparse
 import os
 import sys
-
-os.environ["KERAS_BACKEND"] = "jax"  # keras.distribution runs clusters on JAX
 
 FAMILIES = ("decoder_only", "encoder_decoder")
 LAYOUTS = ("data_parallel", "model_parallel", "fully_sharded")
@@ -55,22 +55,34 @@ def parse_args(argv=None):
                         "keeping it inside a process, 1 otherwise)")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=8, help="the global batch")
+    parser.add_argument("--join", choices=("keras", "bounded"), default="keras",
+                        help="keras: keras.distribution.initialize (JAX's timeouts: 300 s to "
+                        "join, 100 s of silence); bounded: kt.distribution.join_cluster with "
+                        "--timeout")
     parser.add_argument("--timeout", type=int, default=60,
-                        help="seconds to wait for a peer before giving up")
+                        help="with --join bounded: seconds to wait for a peer before giving up")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--exit-after-steps", type=int, default=None,
-                        help="(testing) this process dies after this many steps")
+    parser.add_argument("--fail-after-steps", type=int, default=None,
+                        help="(testing) this process fails after this many steps")
+    parser.add_argument("--failure", choices=("crash", "raise"), default="crash",
+                        help="(testing) crash: die at once; raise: an exception")
     return parser.parse_args(argv)
 
 
 def start_jax(args):
-    """Virtual devices, then the cluster, before JAX computes anything."""
+    """JAX, virtual devices, then the cluster, before JAX computes anything."""
+    os.environ["KERAS_BACKEND"] = "jax"  # keras.distribution runs clusters on JAX
     flags = os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (
         f"{flags} --xla_force_host_platform_device_count={args.devices_per_process}"
     ).strip()
-    if args.num_processes > 1:
-        # CPU devices of different processes talk through gloo over TCP.
+    if args.num_processes == 1:
+        return
+    if args.join == "keras":
+        import keras
+
+        keras.distribution.initialize(args.coordinator, args.num_processes, args.process_id)
+    else:
         from keras_transformer.distribution import cluster
 
         cluster.join_cluster(
@@ -99,6 +111,22 @@ def global_batches(args, family, rng):
     return tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(args.batch_size)
 
 
+def batch_rows(y_true, y_pred):
+    """The batch size, once per label: its mean is the rows of the global batch."""
+    import keras
+
+    return keras.ops.full(keras.ops.shape(y_true), keras.ops.shape(y_true)[0])
+
+
+def register_metric():
+    """Lets `.keras` files compiled with the `global_rows` metric load (here or elsewhere)."""
+    import keras
+
+    name = "many_hosts>batch_rows"
+    if name not in keras.saving.get_custom_objects():
+        keras.saving.register_keras_serializable(package="many_hosts")(batch_rows)
+
+
 def local_fraction(value):
     """The share of a `jax.Array` that this process's devices hold."""
     held = {str(shard.index): shard.data.size for shard in value.addressable_shards}
@@ -124,19 +152,27 @@ def run(args, family, layout):
     keras.utils.set_random_seed(0)  # every process and layout: the same initial weights
     dataset = global_batches(args, family, np.random.default_rng(1))
     rows = next(iter(distribution.distribute_dataset(dataset)))[1].shape[0]
-    losses = []
+    losses, global_rows = [], []
 
     def after_step(batch, logs):
         losses.append(float(logs["loss"]))
-        if args.exit_after_steps == len(losses):
-            os._exit(3)  # a crash: no clean-up, no goodbye to the cluster
+        global_rows.append(float(logs["global_rows"]))
+        if args.fail_after_steps == len(losses):
+            if args.failure == "crash":
+                os._exit(3)  # no clean-up, no goodbye to the cluster
+            raise RuntimeError(f"process {args.process_id} fails after {len(losses)} steps")
 
     with distribution.scope():
         model = cluster_model(kt, family)
         # SGD with momentum: the update is linear in the gradient, so the last-bit
         # differences of a cross-process reduction stay last-bit (Adam divides tiny
         # gradients by their own size and would turn them into step-sized ones).
-        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1, momentum=0.9))
+        # `global_rows`: rows of the global batch each step trained on, from the labels the
+        # loss saw (each process feeding its whole batch instead of its share would double it).
+        rows_metric = keras.metrics.MeanMetricWrapper(batch_rows, name="global_rows")
+        model.compile(
+            optimizer=keras.optimizers.SGD(learning_rate=0.1, momentum=0.9), metrics=[rows_metric]
+        )
         model.fit(
             dataset, epochs=1, verbose=0,
             callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=after_step)],
@@ -150,7 +186,7 @@ def run(args, family, layout):
     split = [v.path for v in model.weights if local_fraction(v.value) < 1]
     return {
         "family": family, "layout": layout, "mesh": list(mesh.shape), "losses": losses,
-        "rows_per_step": int(rows), "weights_split_over_processes": split,
+        "rows_per_step": int(rows), "global_rows": global_rows, "weights_split_over_processes": split,
         "weights": len(model.weights),
     }
 
@@ -158,6 +194,7 @@ def run(args, family, layout):
 def main(argv=None):
     args = parse_args(argv)
     start_jax(args)
+    register_metric()
     import json
 
     import jax

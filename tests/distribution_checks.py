@@ -54,12 +54,13 @@ def replicated_axes(path, shape, dtype=None):
     return (None,) * len(shape)
 
 
-def fully_sharded_axes(batch_size):
-    """Sharded weights: the model-parallel layout, plus the batch axis on the largest float
-    dimension left unsplit that `batch_size` divides (replicated where none does)."""
+def fully_sharded_axes(batch_size, model_size):
+    """Sharded weights: the model-parallel layout (on a model axis of one device: none), plus
+    the batch axis on the largest float dimension left unsplit that `batch_size` divides
+    (replicated where none does)."""
 
     def axes_of(path, shape, dtype):
-        axes = expected_axes(path, shape)
+        axes = expected_axes(path, shape) if model_size > 1 else (None,) * len(shape)
         if not keras.backend.is_float_dtype(dtype):
             return axes
         free = [i for i, axis in enumerate(axes) if axis is None and shape[i] % batch_size == 0]
@@ -250,11 +251,11 @@ def main():
         # ZeRO-3 alone on an (8, 1) mesh, then combined with the model axis on (2, 4).
         "fully_sharded": (
             distribution.fully_sharded(distribution.make_mesh(1)),
-            fully_sharded_axes(DEVICES), {"batch": DEVICES, "model": 1},
+            fully_sharded_axes(DEVICES, 1), {"batch": DEVICES, "model": 1},
         ),
         "fully_sharded_model_parallel": (
             distribution.fully_sharded(distribution.make_mesh(MODEL_SIZE)),
-            fully_sharded_axes(DEVICES // MODEL_SIZE), None,
+            fully_sharded_axes(DEVICES // MODEL_SIZE, MODEL_SIZE), None,
         ),
     }
     results = {"decoder_only/embedding_model/sharding": embedding_split_by_model()}

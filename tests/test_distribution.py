@@ -161,19 +161,22 @@ def test_bad_arguments_name_the_argument(call, match):
 
 
 @pytest.mark.parametrize(
-    "axes, shape, size, want",
+    "axes, shape, sizes, want",
     [
-        ((None, "model"), (64, 192), 8, ("batch", "model")),  # column-parallel kernel
-        (("model", None), (256, 64), 2, ("model", "batch")),  # row-parallel kernel
-        ((None, None), (100, 64), 8, (None, "batch")),  # 100 rows do not split 8 ways
-        ((None, None), (64, 64), 8, ("batch", None)),  # equal: the first
-        ((None,), (4,), 8, (None,)),  # shorter than the axis: replicated
-        (("model",), (128,), 2, ("model",)),  # nothing left to split
-        (("batch", None), (64, 64), 8, ("batch", None)),  # already split
+        ((None, "model"), (64, 192), {"model": 4, "batch": 8}, ("batch", "model")),  # column
+        (("model", None), (256, 64), {"model": 4, "batch": 2}, ("model", "batch")),  # row
+        ((None, None), (100, 64), {"batch": 8}, (None, "batch")),  # 100 rows: not 8 ways
+        ((None, None), (64, 64), {"batch": 8}, ("batch", None)),  # equal: the first
+        ((None,), (4,), {"batch": 8}, (None,)),  # shorter than the axis: replicated
+        (("model",), (128,), {"model": 2, "batch": 2}, ("model",)),  # nothing left to split
+        (("batch", None), (64, 64), {"batch": 8}, ("batch", None)),  # already split
+        # A model axis of one device splits nothing: its dimension is free for the batch.
+        ((None, "model"), (64, 192), {"model": 1, "batch": 8}, (None, "batch")),
+        (("model", None), (64, 50), {"model": 1, "batch": 2}, ("batch", None)),
     ],
 )
-def test_sharded_axes_splits_the_widest_free_dimension(axes, shape, size, want):
-    assert distribution.sharded_axes(axes, shape, "batch", size) == want
+def test_sharded_axes_splits_the_widest_free_dimension(axes, shape, sizes, want):
+    assert distribution.sharded_axes(axes, shape, "batch", sizes) == want
 
 
 def test_megatron_axes_is_the_layout_maps_rule(models):

@@ -44,10 +44,10 @@ def join_cluster(coordinator_address, num_processes, process_id, timeout=300,
     """Joins this process to a JAX cluster, as `keras.distribution.initialize` does.
 
     Call it first thing, before any JAX computation, in every process. It
-    runs `jax.distributed.initialize` with bounded timeouts, lets CPU devices
-    of different processes reduce through gloo (over TCP; GPUs and TPUs use
-    their own links), and gives every process the same random seed, as Keras
-    does, so that all of them create the same initial weights.
+    runs `jax.distributed.initialize` with bounded timeouts and gives every
+    process the same random seed, as Keras does, so that all of them create
+    the same initial weights. (CPU devices of different processes reduce
+    through gloo over TCP, JAX's default; GPUs and TPUs use their own links.)
 
     Args:
         coordinator_address: `"host:port"` of process 0, which every process
@@ -58,7 +58,9 @@ def join_cluster(coordinator_address, num_processes, process_id, timeout=300,
             other than 0 first waits this long for process 0 to listen,
             then raises a `TimeoutError` naming the address).
         heartbeat_timeout: seconds without a heartbeat after which a process
-            counts as dead and the others stop with an error.
+            counts as dead and the others stop with an error; also how long
+            a process that ends (by an exception, say) waits at exit for the
+            others.
 
     Example:
     >>> join_cluster("localhost:12355", num_processes=2, process_id=2)
@@ -66,7 +68,6 @@ def join_cluster(coordinator_address, num_processes, process_id, timeout=300,
     ...
     ValueError: `process_id` must be an integer in [0, 1]; received 2.
     """
-    _check_jax("join_cluster")
     host, port = _host_and_port(coordinator_address)
     num_processes = validation.check_int("num_processes", num_processes)
     if not isinstance(process_id, int) or isinstance(process_id, bool) or not (
@@ -78,26 +79,32 @@ def join_cluster(coordinator_address, num_processes, process_id, timeout=300,
         )
     timeout = validation.check_int("timeout", timeout)
     heartbeat_timeout = validation.check_int("heartbeat_timeout", heartbeat_timeout)
+    _check_jax("join_cluster")
     import jax
     from keras.src.backend.jax import distribution_lib
 
     if process_id:
         _wait_for_coordinator(host, port, timeout)
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(
         coordinator_address=coordinator_address, num_processes=num_processes,
         process_id=process_id, initialization_timeout=timeout,
         heartbeat_timeout_seconds=heartbeat_timeout,
+        # A process that raises waits at exit for the others (which may wait in a
+        # collective for it): bounded like the heartbeats, not JAX's 300 s.
+        shutdown_timeout_seconds=heartbeat_timeout,
     )
     distribution_lib.initialize_rng()  # what keras.distribution.initialize does next
 
 
 def _host_and_port(address):
+    """`(host, port)` of `"host:port"` or `"[v6 address]:port"`."""
     host, _, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(
-            "`coordinator_address` must be a 'host:port' string naming process 0; "
-            f"received {address!r}."
+            "`coordinator_address` must be a 'host:port' string naming process 0 "
+            f"(port 1-65535); received {address!r}."
         )
     return host, int(port)
 
@@ -188,13 +195,16 @@ def save_model(model, filepath):
     from all of them); process 0 writes one ordinary `.keras` file, with the
     optimizer and its state when the model is compiled, and every process
     returns once the file is written. In one process it is `model.save`.
+    Each process's host memory must hold the whole model and optimizer state
+    once (the gathered arrays; process 0 builds its copy on the CPU too).
     The file loads anywhere with `keras.saving.load_model`, into one device
     or, under a distribution, into sharded weights.
 
     Args:
         model: a built `DecoderOnly`, `EncoderDecoder` (or any Keras model
             that Keras can rebuild from its config).
-        filepath: the `.keras` file to write (process 0's file system).
+        filepath: the `.keras` file to write, on process 0's file system (the
+            other processes' `filepath` is not used).
 
     Example:
     >>> import os, tempfile, keras_transformer as kt
@@ -220,10 +230,11 @@ def save_model(model, filepath):
         if optimizer is not None and optimizer.built else None
     )
     if is_coordinator():
-        with _no_distribution():
+        # On the host, not on an accelerator the sharded model already fills.
+        with _no_distribution(), keras.device("cpu:0"):
             copy = _rebuilt(model, values, optimizer_values)
             copy.save(filepath)
-    multihost_utils.sync_global_devices(f"keras_transformer.save_model {filepath}")
+    multihost_utils.sync_global_devices("keras_transformer.save_model")
 
 
 def _rebuilt(model, values, optimizer_values):
@@ -235,7 +246,8 @@ def _rebuilt(model, values, optimizer_values):
         variable.assign(value)
     if optimizer_values is not None:
         copy.compile_from_config(model.get_compile_config())
-        copy.optimizer.build(copy.trainable_variables)
+        if not copy.optimizer.built:  # compile_from_config builds it, in Keras 3.15
+            copy.optimizer.build(copy.trainable_variables)
         for variable, value in zip(copy.optimizer.variables, optimizer_values, strict=True):
             variable.assign(value)
     return copy

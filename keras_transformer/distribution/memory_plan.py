@@ -365,7 +365,7 @@ class _Split:
             return 1
         axes = layouts.megatron_axes(path, len(shape), self.model_axis, self.embedding)
         if self.layout == "fully_sharded":
-            axes = sharded_axes(axes, shape, self.batch_axis, self.batch)
+            axes = sharded_axes(axes, shape, self.batch_axis, self.sizes)
         return math.prod(self.sizes.get(axis, 1) for axis in axes if axis is not None)
 
 

@@ -12,8 +12,8 @@ weight's layout (Keras creates it from the weight), so the update runs on
 slices too.
 
 What is split: on top of `layout_map`'s model-axis split, the largest
-dimension of the weight that is not already split and that the batch axis
-size divides; a weight with no such dimension (a vector shorter than the
+dimension of the weight that is not already split (over more than one
+device) and that the batch axis size divides; a weight with no such dimension (a vector shorter than the
 batch axis, say) stays replicated over the batch axis, and integer variables
 (seed states, counters) are never split. Rajbhandari et al. (2020), ZeRO
 stage 3; PyTorch's FSDP shards the same way on flattened parameters.
@@ -27,29 +27,36 @@ from keras_transformer.distribution import layouts
 __all__ = ["FullyShardedParallel", "fully_sharded", "sharded_axes"]
 
 
-def sharded_axes(axes, shape, axis, size):
-    """`axes` with `axis` added on the weight's largest dimension that `size` divides.
+def sharded_axes(axes, shape, axis, sizes):
+    """`axes` with `axis` added on the weight's largest dimension that its size divides.
+
+    A dimension split over an axis of one device is not split at all: it is
+    free for `axis` (on an `(n, 1)` mesh, Megatron's column split of a kernel
+    leaves that dimension to the batch axis).
 
     Args:
         axes: the weight's layout without the batch axis: one mesh axis name
             or None per dimension.
         shape: the weight's shape.
         axis: the axis to add (the batch axis).
-        size: that axis' number of devices.
+        sizes: `{mesh axis name: number of devices}`, with `axis` among them.
 
     Returns:
-        The new tuple of axes; `axes` unchanged when no free dimension is
-        divisible by `size` or `axis` is already used.
+        The new tuple of axes; `axes` (without axes of one device) when no
+        free dimension is divisible by `axis`' size or `axis` is already used.
 
     Example:
-    >>> sharded_axes((None, "model"), (64, 192), "batch", 8)
+    >>> sharded_axes((None, "model"), (64, 192), "batch", {"batch": 8, "model": 4})
     ('batch', 'model')
-    >>> sharded_axes((None,), (4,), "batch", 8)  # too short: replicated
+    >>> sharded_axes((None, "model"), (64, 192), "batch", {"batch": 8, "model": 1})
+    (None, 'batch')
+    >>> sharded_axes((None,), (4,), "batch", {"batch": 8})  # too short: replicated
     (None,)
     """
-    axes = tuple(axes)
+    axes = tuple(None if name is not None and sizes.get(name) == 1 else name for name in axes)
     if axis in axes:
         return axes
+    size = sizes[axis]
     free = [i for i, (name, dim) in enumerate(zip(axes, shape)) if name is None and dim % size == 0]
     if not free:
         return axes
@@ -82,8 +89,8 @@ class FullyShardedParallel(keras.distribution.ModelParallel):
         layout = super().get_variable_layout(variable)
         if not keras.backend.is_float_dtype(variable.dtype):
             return layout
-        size = self.device_mesh.shape[list(self.device_mesh.axis_names).index(self.batch_dim_name)]
-        axes = sharded_axes(layout.axes, variable.shape, self.batch_dim_name, size)
+        sizes = dict(zip(self.device_mesh.axis_names, self.device_mesh.shape))
+        axes = sharded_axes(layout.axes, variable.shape, self.batch_dim_name, sizes)
         return keras.distribution.TensorLayout(axes, self.device_mesh)
 
 

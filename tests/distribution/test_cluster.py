@@ -71,21 +71,34 @@ def start(output, num_processes, process_id, port, *extra):
 
 
 def finish(processes, timeout):
-    """`(return code, seconds, output)` of each process; all killed at `timeout` seconds."""
+    """`(return code, seconds, output)` of each process.
+
+    Every process still running is killed at `timeout` seconds, or when anything here
+    fails (an interrupt too): none outlives the test.
+    """
     begun = time.monotonic()
     results = []
-    for process in processes:
-        try:
-            process.wait(timeout=max(1, timeout - (time.monotonic() - begun)))
-        except subprocess.TimeoutExpired:
-            for other in processes:
-                if other.poll() is None:
-                    os.killpg(other.pid, signal.SIGKILL)
-            process.wait()
-        process.log.seek(0)
-        results.append((process.returncode, time.monotonic() - begun, process.log.read()))
-        process.log.close()
+    try:
+        for process in processes:
+            try:
+                process.wait(timeout=max(1, timeout - (time.monotonic() - begun)))
+            except subprocess.TimeoutExpired:
+                kill(processes)
+                process.wait()
+            process.log.seek(0)
+            results.append((process.returncode, time.monotonic() - begun, process.log.read()))
+    finally:
+        kill(processes)
+        for process in processes:
+            process.log.close()
     return results
+
+
+def kill(processes):
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def runs(output, process_id=0):
@@ -99,42 +112,49 @@ def probe_inputs(family):
     return ids if family == "decoder_only" else {"source": ids, "target": ids[:, ::-1].copy()}
 
 
+def train_side_by_side(tmp_path_factory, num_processes, timeout):
+    """The cluster (`num_processes` x 8/n devices) and the reference (1 x 8), side by side.
+
+    The cluster joins with `keras.distribution.initialize` (the script's default).
+    """
+    cluster = tmp_path_factory.mktemp(f"cluster{num_processes}")
+    alone = tmp_path_factory.mktemp(f"alone{num_processes}")
+    port = free_port()
+    processes = [start(cluster, num_processes, i, port) for i in range(num_processes)]
+    processes.append(start(alone, 1, 0, port))
+    for code, _, output in finish(processes, timeout=timeout):
+        assert code == 0, output[-3000:]
+    return cluster, alone, num_processes
+
+
 @pytest.fixture(scope="module")
 def two_processes(tmp_path_factory):
-    """The cluster (2 processes x 4 devices) and the reference (1 x 8), run side by side."""
-    cluster, alone = tmp_path_factory.mktemp("cluster"), tmp_path_factory.mktemp("alone")
-    port = free_port()
-    processes = [start(cluster, 2, i, port) for i in range(2)] + [start(alone, 1, 0, port)]
-    results = finish(processes, timeout=900)
-    for code, _, output in results:
-        assert code == 0, output[-3000:]
-    return cluster, alone, 2
+    return train_side_by_side(tmp_path_factory, 2, timeout=900)
 
 
 @pytest.fixture(scope="module")
 def four_processes(tmp_path_factory):
-    cluster, alone = tmp_path_factory.mktemp("cluster4"), tmp_path_factory.mktemp("alone4")
-    port = free_port()
-    processes = [start(cluster, 4, i, port) for i in range(4)] + [start(alone, 1, 0, port)]
-    for code, _, output in finish(processes, timeout=1200):
-        assert code == 0, output[-3000:]
-    return cluster, alone, 4
+    return train_side_by_side(tmp_path_factory, 4, timeout=1200)
 
 
 def check_matches_one_process(cluster, alone, num_processes):
     reference, alone_data = runs(alone)
     assert alone_data["processes"] == 1 and alone_data["devices"] == DEVICES
+    assert set(reference) == {(f, layout) for f in FAMILIES for layout in LAYOUTS}
     for process_id in range(num_processes):
         got, data = runs(cluster, process_id)
         assert data["processes"] == num_processes and data["devices"] == DEVICES
+        assert set(got) == set(reference)
         for key, run in got.items():
             want = reference[key]
             assert run["mesh"] == want["mesh"], key
             assert len(run["losses"]) == 5, key
             np.testing.assert_allclose(run["losses"], want["losses"], atol=TOLERANCE, err_msg=str(key))
-            # Each process read its own share of every global batch.
+            # Each process read its own share of every global batch, and the loss saw the
+            # global batch once (each process feeding all of it would double the rows).
             assert run["rows_per_step"] == BATCH // num_processes, key
             assert want["rows_per_step"] == BATCH, key
+            assert run["global_rows"] == want["global_rows"] == [BATCH] * 5, key
             split = run["weights_split_over_processes"]
             if key[1] == "fully_sharded":  # every matrix has a slice in each process only
                 matrices = [p for p in split if p.endswith(("kernel", "embeddings"))]
@@ -152,6 +172,10 @@ def check_matches_one_process(cluster, alone, num_processes):
 
 def check_checkpoints_load_here(cluster, alone):
     """The cluster's `.keras` files load in this one process: logits and SGD momenta."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import many_hosts
+
+    many_hosts.register_metric()  # the files are compiled with the script's metric
     for family in FAMILIES:
         for layout in LAYOUTS:
             name = f"{family}-{layout}"
@@ -181,22 +205,39 @@ def test_checkpoint_of_two_processes_loads_in_one(two_processes):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    keras.backend.backend() != "torch",
+    reason="one session is enough (the cluster always runs JAX): the one that runs slow tests",
+)
 def test_four_processes_train_as_one(four_processes):
     check_matches_one_process(*four_processes)
     check_checkpoints_load_here(*four_processes[:2])
 
 
 @JAX_SESSION
-def test_a_dead_process_ends_the_others_with_a_clear_error(tmp_path):
-    """Process 1 crashes after 2 steps; process 0 must stop by itself, within the timeout."""
+@pytest.mark.parametrize(
+    "failing, failure",
+    [(1, "crash"), (0, "raise")],  # a worker dies at once; the coordinator raises
+)
+def test_a_failing_process_ends_the_others_with_a_clear_error(tmp_path, failing, failure):
+    """One process fails after 2 steps; the other must stop by itself, in bounded time."""
     port = free_port()
-    common = ("--families", "decoder_only", "--layouts", "data_parallel", "--timeout", "10")
-    survivor = start(tmp_path, 2, 0, port, *common)
-    dying = start(tmp_path, 2, 1, port, *common, "--exit-after-steps", "2")
-    (code, seconds, output), (dead_code, _, _) = finish([survivor, dying], timeout=240)
-    assert dead_code == 3
+    common = ("--families", "decoder_only", "--layouts", "data_parallel", "--join", "bounded",
+              "--timeout", "10")
+    processes = [
+        start(tmp_path, 2, i, port, *common,
+              *(("--fail-after-steps", "2", "--failure", failure) if i == failing else ()))
+        for i in range(2)
+    ]
+    results = finish(processes, timeout=240)
+    code, seconds, output = results[1 - failing]
+    failed_code, _, failed_output = results[failing]
+    if failure == "crash":
+        assert failed_code == 3, failed_output[-2000:]
+    else:
+        assert "RuntimeError: process 0 fails after 2 steps" in failed_output
     assert code not in (0, -signal.SIGKILL), output[-2000:]  # it ended itself, with an error
-    assert seconds < 180, seconds
+    assert seconds < 150, seconds
     assert "another task died" in output or "unhealthy" in output, output[-2000:]
 
 
@@ -204,7 +245,7 @@ def test_a_dead_process_ends_the_others_with_a_clear_error(tmp_path):
 def test_a_cluster_without_its_coordinator_times_out_naming_it(tmp_path):
     """Process 1 of 2, and no process 0: joining fails after `--timeout` seconds."""
     port = free_port()
-    process = start(tmp_path, 2, 1, port, "--timeout", "5")
+    process = start(tmp_path, 2, 1, port, "--join", "bounded", "--timeout", "5")
     ((code, seconds, output),) = finish([process], timeout=180)
     assert code == 1, output[-2000:]
     assert seconds < 120, seconds
@@ -217,6 +258,7 @@ def test_a_cluster_without_its_coordinator_times_out_naming_it(tmp_path):
         (("localhost", 2, 0), "`coordinator_address` must be a 'host:port' string"),
         (("localhost:http", 2, 0), "`coordinator_address` must be a 'host:port' string"),
         ((":1234", 2, 0), "`coordinator_address` must be a 'host:port' string"),
+        (("localhost:65536", 2, 0), r"\(port 1-65535\); received 'localhost:65536'"),
         (("localhost:1234", 0, 0), "`num_processes` must be an integer"),
         (("localhost:1234", 2, 2), r"`process_id` must be an integer in \[0, 1\]; received 2"),
         (("localhost:1234", 2, -1), r"`process_id` must be an integer in \[0, 1\]"),
@@ -224,10 +266,14 @@ def test_a_cluster_without_its_coordinator_times_out_naming_it(tmp_path):
     ],
 )
 def test_join_cluster_names_the_bad_argument(arguments, match):
-    if keras.backend.backend() != "jax":
-        match = "`join_cluster` needs the JAX backend"
     with pytest.raises(ValueError, match=match):
         keras_transformer.distribution.join_cluster(*arguments)
+
+
+@pytest.mark.skipif(keras.backend.backend() == "jax", reason="the other backends refuse")
+def test_join_cluster_needs_jax():
+    with pytest.raises(ValueError, match="`join_cluster` needs the JAX backend"):
+        keras_transformer.distribution.join_cluster("[::1]:1234", 2, 1)
 
 
 @pytest.mark.parametrize("name, value", [("timeout", 0), ("heartbeat_timeout", 1.5)])
@@ -251,3 +297,31 @@ def test_save_model_in_one_process_is_model_save(tmp_path):
         tuple(w.shape) for w in model.weights
     ]
     assert keras_transformer.distribution.is_coordinator()
+
+
+@pytest.mark.parametrize(
+    "policy, optimizer",
+    [
+        ("float32", lambda: keras.optimizers.SGD(0.1, momentum=0.9)),
+        ("mixed_float16", lambda: "adam"),  # a LossScaleOptimizer, built by compile
+        ("float32", lambda: keras_transformer.training.gpt_optimizer(total_steps=10)),
+    ],
+)
+def test_the_copy_save_model_writes_in_a_cluster_has_the_models_state(policy, optimizer):
+    """What process 0 saves for a cluster: a copy rebuilt from config, given every value."""
+    from keras_transformer.distribution import cluster
+
+    keras.config.set_dtype_policy(policy)
+    model = keras_transformer.DecoderOnly.from_preset("gpt2_tiny", num_layers=1)
+    model.compile(optimizer=optimizer())
+    ids = np.array([[5, 6, 7, 8], [9, 10, 11, 0]], dtype="int32")
+    model.train_on_batch(ids, ids)
+    values = [keras.ops.convert_to_numpy(v) for v in model.variables]
+    state = [keras.ops.convert_to_numpy(v) for v in model.optimizer.variables]
+    copy = cluster._rebuilt(model, values, state)
+    assert type(copy.optimizer) is type(model.optimizer)
+    for got, want in zip(copy.optimizer.variables, state, strict=True):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(got), want)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(copy(ids)), keras.ops.convert_to_numpy(model(ids))
+    )
