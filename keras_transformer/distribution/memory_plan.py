@@ -10,7 +10,8 @@ and adds up what one device holds during a training step:
 
 * **weights**: each weight's shard, in the parameter dtype;
 * **gradients**: one per weight, laid out like it (XLA's reduce-scatter
-  leaves each device its slice under `"fully_sharded"`);
+  leaves each device its slice under `"fully_sharded"`), in the parameter
+  dtype;
 * **optimizer state**: Adam's two moments per weight (one for SGD with
   momentum, none for plain SGD), laid out like the weight, in
   `optimizer_dtype` (Keras creates them in the weight's dtype);
@@ -18,12 +19,36 @@ and adds up what one device holds during a training step:
   rows of the batch, divided over the model axis where Megatron's split
   divides them.
 
-The step's peak is `weights + optimizer_state + max(activations, gradients)`
-(`MemoryPlan.total`): XLA computes the gradients inside the step, while the
-backward pass frees the activations layer by layer, so the two are never
-both whole. The peak is at the top of the backward pass (measured with XLA's
-buffer assignment on CPU), when every kept activation and the head's
-gradient buffers are live and few gradients are.
+The step's peak (`MemoryPlan.total`) is the weights and the optimizer
+state (the step's arguments, updated in place), plus the larger of the two
+ends of the backward pass, as XLA's buffer assignment of the compiled step
+shows them (its `live-range` dump lists what is live at its peak):
+
+* the top (`activations`): every activation the backward pass keeps, and
+  the head's working set, before any block's gradient exists;
+* the end (`gradients + reduction`): every gradient, before the optimizer
+  uses them. A tied embedding has two gradient terms there (the output
+  projection's and the lookup's, each reduced over the batch axis before
+  XLA adds them). And where the batch axis has more than one device, the
+  all-reduce of the gradients over it writes into a new buffer on XLA:CPU,
+  so the summed gradients and the device's own are both live: a second
+  copy of every gradient (`in_place_all_reduce=False`). XLA:GPU's
+  all-reduce shares its input's buffer (its compiler lets NCCL run it in
+  place), the default.
+
+In between, the backward pass frees a block's kept activations as it writes
+that block's gradients, so what is live moves from one end to the other
+block by block, and the larger end is the peak. Few rows per device make
+it the end: benchmarks/sharded_memory.py's 29.5M-weight model with one row
+of 128 tokens per device peaks at weights, moments and two copies of the
+gradients on XLA:CPU (594.3 MiB; the plan is 5 kB short).
+
+Under `"fully_sharded"` the plan is ZeRO-3's: each device gathers one block's
+weights whole over the batch axis at a time and reduce-scatters that block's
+gradients as they are made. `gathered` adds that block's gathered weights,
+its gradients before the reduce-scatter, and the output projection's
+gathered matrix to both ends; the end's gradients are the device's slices.
+XLA does not run Keras' `fully_sharded` step that way (below).
 
 What the backward pass keeps, per token and block, counted for this
 library's layers as XLA compiles them (the live buffers at the peak of
@@ -68,22 +93,44 @@ the compiled train step on CPU), in the compute dtype unless said:
 
 With `remat` (the config's per-block rematerialization) a block keeps only
 its input (`d_model` per token) and the backward pass recomputes one block
-at a time: the blocks' inputs plus one block's full working set. (XLA:CPU's
-scheduler recomputes every block at the start of the backward pass, so on
-CPU remat saves nothing; the figure is what an accelerator's
-memory-aware scheduler gives.)
+at a time: the blocks' inputs plus one block's full working set. XLA:CPU
+keeps remat only in a process started with
+`XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`; otherwise its
+common-subexpression pass merges the recomputation back into the forward
+pass and the step is the one without remat (docs/training.md,
+"Rematerialization").
 
 Checked against XLA's own buffer assignment for the compiled Keras train
-step (`step_memory`) on 8 virtual CPU devices: within 15% for the configs
-and layouts of tests/distribution/plan_checks.py, in float32 (XLA:CPU runs
-bfloat16 through float32 converts, so bfloat16 figures are the count above
-at 2 bytes, not a CPU measurement). Left out: allocator fragmentation (XLA's
-temporary buffer is a few percent above the live bytes), communication
-buffers (gathered weights under `"fully_sharded"`, collectives' staging),
+step (`step_memory`) on 8 virtual CPU devices, with that flag and
+`in_place_all_reduce=False` (tests/distribution/plan_checks.py): for
+`"data_parallel"` and `"model_parallel"` within 15% (1.00 to 1.08), for
+configs whose peak is the top of the backward pass (4 sequences per
+batch-axis device) and the end (1 sequence of 64 tokens per batch-axis
+device, the weights larger than the kept activations), and with remat;
+in float32 (XLA:CPU runs bfloat16 through float32 converts, so bfloat16
+figures are the count above at 2 bytes, not a CPU measurement).
+
+Not for `"fully_sharded"`. There the plan is ZeRO-3's figure, and XLA's SPMD
+partitioner (GSPMD), which lays out Keras' step, chooses for each matmul
+whether to gather the weight or to move the batch's activations instead,
+and XLA:CPU keeps some gathered weights from the forward pass to the
+backward. Where a weight's batch-axis split is on the matmul's output
+dimension, GSPMD gathers the rows of the batch (smaller than the weight)
+and leaves the weight split: tensor parallelism over the batch axis (the
+feed-forward, and the vocabulary projection, on an `(8, 1)` mesh), which
+holds less than ZeRO-3; where the split is on the contracted dimension, it moves
+every row of the batch to each device, split over the features (`(2, 4)`),
+which holds more. Which it does depends on the shapes, not on anything the
+plan sees. Measured: XLA's peak 0.44 to 1.25 times the plan (plan / XLA 0.80
+to 2.27), nearest where the kept activations make the peak (0.98 for the
+LLaMA-style config, 4 sequences of 512 tokens per batch-axis device),
+farthest with one sequence per device; the checks hold XLA's peak within
+0.4 to 1.3 times the plan.
+
+Left out: allocator fragmentation (XLA's temporary buffer is a few percent
+above the live bytes, a fifth with remat), collectives' staging buffers,
 the framework's own memory (CUDA context, XLA's workspace, the compiled
-program), and GSPMD's choices: on small models XLA may gather activations
-rather than weights for a matmul, which a sharded layout then does not
-save.
+program), and, beyond ZeRO-3's, GSPMD's choices under `"fully_sharded"`.
 
 FLOPs (`MemoryPlan.flops`) are model FLOPs per step, the numerator of MFU:
 `2 x` the multiply-adds of every matmul (each kernel, the tied or untied
@@ -96,6 +143,7 @@ the blocks) is not model FLOPs.
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping
 
 from keras_transformer import validation
@@ -240,18 +288,29 @@ class MemoryPlan:
         gradients: bytes of gradients on one device.
         optimizer_state: bytes of optimizer variables on one device.
         activations: bytes the backward pass keeps on one device (with the
-            head's working set).
+            head's working set): what is live at the top of the backward
+            pass.
         remat: whether the blocks are rematerialized.
         flops: model FLOPs of one step, all devices together.
         tokens: tokens of one step (the batch's target positions).
+        gathered: `"fully_sharded"` only: one block's weights gathered
+            whole over the batch axis, its gradients before their
+            reduce-scatter, and the output projection's gathered matrix,
+            live throughout the backward pass; 0 for the other layouts.
+        reduction: what the gradients' reduction over the batch axis adds
+            at the end of the backward pass: a tied embedding's second
+            gradient term, and, where the all-reduce is not in place
+            (`in_place_all_reduce=False`, XLA:CPU), its output: a second
+            copy of every gradient.
 
     Example:
     >>> from keras_transformer.models import preset_config
     >>> step = plan(preset_config("gpt2_small"), {"batch": 8}, batch_size=64, length=1024)
-    >>> step.total == step.weights + step.optimizer_state + max(step.activations, step.gradients)
+    >>> step.total == step.weights + step.optimizer_state + max(
+    ...     step.activations, step.gradients + step.reduction)
     True
-    >>> step.devices, step.tokens
-    (8, 65536)
+    >>> step.devices, step.tokens, step.gathered
+    (8, 65536, 0)
     """
 
     layout: str
@@ -263,6 +322,8 @@ class MemoryPlan:
     remat: bool
     flops: int
     tokens: int
+    gathered: int = 0
+    reduction: int = 0
 
     @property
     def devices(self):
@@ -271,9 +332,11 @@ class MemoryPlan:
 
     @property
     def total(self):
-        """Peak bytes per device: weights, optimizer state, and the larger of
-        activations and gradients (see the module docstring)."""
-        return self.weights + self.optimizer_state + max(self.activations, self.gradients)
+        """Peak bytes per device: weights, optimizer state, `gathered`, and the larger of
+        the top of the backward pass (activations) and its end (gradients and
+        their reduction); the module docstring says why."""
+        return (self.weights + self.optimizer_state + self.gathered
+                + max(self.activations, self.gradients + self.reduction))
 
     def fits(self, device_bytes):
         """Whether the peak fits in `device_bytes` of device memory.
@@ -298,6 +361,8 @@ class MemoryPlan:
         rows = [("weights", self.weights), ("gradients", self.gradients),
                 ("optimizer state", self.optimizer_state),
                 ("activations" + (" (remat)" if self.remat else ""), self.activations),
+                *([("gathered (one block)", self.gathered)] if self.gathered else []),
+                *([("gradient reduction", self.reduction)] if self.reduction else []),
                 ("total (peak)", self.total)]
         lines = [f"{self.layout} on {self.devices} devices ({mesh}), per device:"]
         lines += [f"  {label:<22}{format_bytes(size):>10}" for label, size in rows]
@@ -359,12 +424,16 @@ class _Split:
             )
         layouts.check_split(config, embedding, self.model)
 
-    def shards(self, path, shape):
-        """Devices one copy of the weight at `path` is split over."""
+    def shards(self, path, shape, gathered=False):
+        """Devices one copy of the weight at `path` is split over.
+
+        `gathered`: once `"fully_sharded"`'s batch-axis split is gathered
+        (the model axis' split only).
+        """
         if self.layout == "data_parallel":
             return 1
         axes = layouts.megatron_axes(path, len(shape), self.model_axis, self.embedding)
-        if self.layout == "fully_sharded":
+        if self.layout == "fully_sharded" and not gathered:
             axes = sharded_axes(axes, shape, self.batch_axis, self.sizes)
         return math.prod(self.sizes.get(axis, 1) for axis in axes if axis is not None)
 
@@ -453,6 +522,36 @@ def _head_bytes(config, split, tokens, sources, compute, param):
     return tokens * config.vocab_size * logits / vocab_split + buffers * param / split.model + ids
 
 
+def _gradient_terms(shapes, config, split, param, in_place_all_reduce):
+    """`(gathered, reduction)` bytes: see `MemoryPlan`.
+
+    `shapes`: `weight_shapes(config)`.
+    """
+    whole = {}  # weight path -> elements on one device once gathered over the batch axis
+    for path, shape in shapes:
+        whole[path] = math.prod(shape) / split.shards(path, shape, gathered=True)
+    head = next(path for path, _ in shapes
+                if path.endswith("/output_projection/kernel" if not config.tie_embeddings
+                                 else "/token_embedding/embeddings"))
+    if split.layout == "fully_sharded":
+        blocks = {}
+        for path, elements in whole.items():
+            part = path.split("/")[1]
+            if re.fullmatch(r"(encoder_|decoder_)?block_\d+", part):
+                blocks[part] = blocks.get(part, 0) + elements
+        # One block's weights gathered whole and its gradients before their reduce-scatter,
+        # and the output projection's matrix gathered for the head (at the end of the
+        # backward pass: the embedding's gradient before its reduce-scatter).
+        return (2 * max(blocks.values()) + whole[head]) * param, 0
+    embedding = next(path for path in whole if path.endswith("/token_embedding/embeddings"))
+    # A tied embedding's gradient is two terms (the output projection's and the lookup's),
+    # each reduced over the batch axis before XLA adds them.
+    tied = whole[embedding] if config.tie_embeddings else 0
+    # Where the all-reduce writes a new buffer, the device's own terms and their sums coexist.
+    copy = sum(whole.values()) + tied if split.batch > 1 and not in_place_all_reduce else 0
+    return 0, (tied + copy) * param
+
+
 def _matmul_flops(config, length, sources):
     """Forward-pass FLOPs of one sequence: every matmul, attention's two products."""
     d, block = config.d_model, config.block
@@ -477,7 +576,7 @@ def plan(
     config, mesh, batch_size, length, layout="data_parallel", dtype="float32",
     optimizer="adamw", optimizer_dtype=None, remat=None, flash_attention=False,
     source_length=None, batch_axis=layouts.BATCH_AXIS, model_axis=layouts.MODEL_AXIS,
-    embedding="vocab",
+    embedding="vocab", in_place_all_reduce=True,
 ):
     """Per-device memory and FLOPs of one training step of `config` under `layout`.
 
@@ -515,6 +614,10 @@ def plan(
         model_axis: the mesh axis of Megatron's split.
         embedding: `"vocab"` or `"model"`: how the token embedding is split
             (see `layout_map`).
+        in_place_all_reduce: whether the gradients' all-reduce over the
+            batch axis writes into its input, as XLA:GPU's NCCL all-reduce
+            does; False: into a new buffer, as XLA:CPU's does (the summed
+            gradients and the device's own then coexist).
 
     Returns:
         A `MemoryPlan`.
@@ -523,9 +626,9 @@ def plan(
     >>> from keras_transformer.models import preset_config
     >>> config = preset_config("gpt2_xl")
     >>> step = plan(config, {"batch": 8, "model": 8}, batch_size=64, length=1024,
-    ...             layout="model_parallel", dtype="bfloat16", embedding="model",
-    ...             optimizer_dtype="float32", remat=True)
-    >>> step.fits(141e9), round(step.weights / (2 * config.count_params()), 2)
+    ...             layout="model_parallel", dtype="mixed_bfloat16", embedding="model",
+    ...             remat=True)
+    >>> step.fits(141e9), round(step.weights / (4 * config.count_params()), 2)
     (True, 0.13)
     """
     config = _check_config(config)
@@ -543,6 +646,7 @@ def plan(
     remat = validation.check_bool("remat", remat)
     flash_attention = validation.check_bool("flash_attention", flash_attention)
     embedding = validation.check_choice("embedding", embedding, layouts.EMBEDDING_SPLITS)
+    in_place_all_reduce = validation.check_bool("in_place_all_reduce", in_place_all_reduce)
     sources = 0
     if config.num_encoder_layers:
         sources = validation.check_int(
@@ -559,8 +663,9 @@ def plan(
             f"layout={layout!r} splits the batch over."
         )
     param, compute = _BYTES[param_dtype], _BYTES[compute_dtype]
-    elements = sum(math.prod(shape) / split.shards(path, shape)
-                   for path, shape in weight_shapes(config))
+    shapes = weight_shapes(config)
+    elements = sum(math.prod(shape) / split.shards(path, shape) for path, shape in shapes)
+    gathered, reduction = _gradient_terms(shapes, config, split, param, in_place_all_reduce)
     rows = batch_size // split.batch
     activations = (_stack_bytes(config, split, rows, length, sources, compute,
                                 flash_attention, remat)
@@ -571,5 +676,5 @@ def plan(
         optimizer_state=round(elements * OPTIMIZER_MOMENTS[optimizer] * _BYTES[optimizer_dtype]),
         activations=round(activations), remat=remat,
         flops=3 * batch_size * _matmul_flops(config, length, sources),
-        tokens=batch_size * length,
+        tokens=batch_size * length, gathered=round(gathered), reduction=round(reduction),
     )

@@ -3,9 +3,10 @@
 The enumeration and arithmetic tests run under every backend (nothing is
 placed on a device). The measurement test needs JAX: it runs
 tests/distribution/plan_checks.py in a fresh process with 8 virtual CPU
-devices, where each plan must be within 15% of XLA's buffer assignment for
-the compiled Keras train step, and its weights and optimizer state equal to
-what device 0 holds.
+devices, where each data- and model-parallel plan must be within 15% of
+XLA's buffer assignment for the compiled Keras train step, each
+fully-sharded one within the range the module docstring states, and the
+planned weights and optimizer state equal to what device 0 holds.
 """
 
 import json
@@ -73,8 +74,52 @@ def test_data_parallel_holds_every_weight_moment_and_gradient_on_each_device():
     assert step.weights == step.gradients == 4 * params
     assert step.optimizer_state == 2 * 4 * params  # Adam's two float32 moments
     assert step.devices == 8 and step.tokens == 16 * 64
-    assert step.total == step.weights + step.optimizer_state + max(step.activations,
-                                                                   step.gradients)
+    assert step.gathered == 0
+    assert step.total == step.weights + step.optimizer_state + max(
+        step.activations, step.gradients + step.reduction)
+
+
+def test_few_rows_per_device_peak_at_the_end_of_the_backward_pass():
+    """With one row per device the gradients, not the kept activations, make the peak; on
+    XLA:CPU with their all-reduced copy, and a tied embedding's two gradient terms."""
+    tied = 4 * GPT2.vocab_size * GPT2.d_model  # the output projection's gradient term
+    gpu = distribution.plan(GPT2, {"batch": 8}, 8, 16)
+    cpu = distribution.plan(GPT2, {"batch": 8}, 8, 16, in_place_all_reduce=False)
+    alone = distribution.plan(GPT2, {"batch": 1}, 1, 16, in_place_all_reduce=False)
+    assert gpu.reduction == alone.reduction == tied  # one device: nothing to all-reduce
+    assert cpu.reduction == tied + (cpu.gradients + tied)
+    assert cpu.activations < cpu.gradients + cpu.reduction  # the end is the peak
+    assert cpu.total == cpu.weights + cpu.optimizer_state + 2 * (cpu.gradients + tied)
+    assert gpu.total == gpu.weights + gpu.optimizer_state + max(gpu.activations,
+                                                                gpu.gradients + tied)
+    untied = preset_config("gpt2_tiny", tie_embeddings=False)
+    assert distribution.plan(untied, {"batch": 8}, 8, 16).reduction == 0
+    # Megatron's split: the batch axis all-reduces each device's slices.
+    megatron = distribution.plan(GPT2, {"batch": 2, "model": 4}, 2, 16,
+                                 layout="model_parallel", in_place_all_reduce=False)
+    assert megatron.reduction == 2 * tied // 4 + megatron.gradients
+    assert distribution.plan(GPT2, {"batch": 1, "model": 8}, 1, 16, layout="model_parallel",
+                             in_place_all_reduce=False).reduction == tied // 8
+
+
+def test_fully_sharded_gathers_one_block_and_the_output_projection():
+    config = preset_config("gpt2_small", vocab_size=50304)  # divisible by 4
+    mesh = {"batch": 2, "model": 4}
+
+    def whole(path, shape):  # elements on one device with the model axis' split only
+        split = 4 ** sum(axis is not None for axis in distribution.megatron_axes(path, len(shape)))
+        return math.prod(shape) // split
+
+    shapes = distribution.weight_shapes(config)
+    block = sum(whole(path, shape) for path, shape in shapes if "/block_0/" in path)
+    embedding = whole(*shapes[0])
+    step = distribution.plan(config, mesh, 8, 1024, layout="fully_sharded",
+                             in_place_all_reduce=False)
+    assert step.gathered == 4 * (2 * block + embedding)  # float32 weights and gradients
+    assert step.reduction == 0  # reduce-scattered slices, counted in the gradients
+    assert step.total == (step.weights + step.optimizer_state + step.gathered
+                          + max(step.activations, step.gradients))
+    assert distribution.plan(config, mesh, 8, 1024, layout="model_parallel").gathered == 0
 
 
 @pytest.mark.parametrize("optimizer, moments", [("adam", 2), ("momentum", 1), ("sgd", 0)])
@@ -149,13 +194,12 @@ def test_activations_follow_the_rows_remat_flash_attention_and_the_model_axis():
 
 
 def test_remat_defaults_to_the_configs():
-    if not hasattr(GPT2, "remat"):
-        pytest.skip("this TransformerConfig has no remat field")
-    import dataclasses
-
-    rematerialized = dataclasses.replace(GPT2, remat=True)
-    assert distribution.plan(rematerialized, {"batch": 1}, 1, 64).remat
-    assert not distribution.plan(rematerialized, {"batch": 1}, 1, 64, remat=False).remat
+    rematerialized = preset_config("gpt2_tiny", remat=True)
+    step = distribution.plan(rematerialized, {"batch": 1}, 1, 64)
+    assert step.remat and "activations (remat)" in str(step)
+    assert not distribution.plan(GPT2, {"batch": 1}, 1, 64).remat
+    plain = distribution.plan(rematerialized, {"batch": 1}, 1, 64, remat=False)
+    assert not plain.remat and plain.activations > step.activations
 
 
 def test_flops_are_six_per_weight_and_token_plus_attention():
@@ -184,6 +228,9 @@ def test_the_plan_reads_as_a_table_and_says_whether_it_fits():
     text = str(step)
     assert "model_parallel on 8 devices (batch 2 x model 4)" in text
     assert "total (peak)" in text and "optimizer state" in text
+    assert "gradient reduction" in text and "gathered" not in text
+    sharded = distribution.plan(GPT2, {"batch": 2, "model": 4}, 8, 64, layout="fully_sharded")
+    assert "gathered (one block)" in str(sharded)
     assert step.fits(step.total) and not step.fits(step.total - 1)
 
 
@@ -200,6 +247,7 @@ def test_the_plan_reads_as_a_table_and_says_whether_it_fits():
     (dict(optimizer="lion"), "`optimizer` must be one of"),
     (dict(optimizer_dtype="float64"), "`optimizer_dtype` must be one of"),
     (dict(remat="yes"), "`remat` must be True or False"),
+    (dict(in_place_all_reduce="no"), "`in_place_all_reduce` must be True or False"),
     (dict(layout="model_parallel"), "`model_axis` must be an axis of `mesh`"),
     (dict(layout="fully_sharded", batch_axis="data"), "`batch_axis` must be an axis of `mesh`"),
     (dict(layout="model_parallel", mesh={"batch": 2, "model": 3}, batch_size=2),
@@ -249,9 +297,11 @@ def test_step_memory_of_one_device():
 
 def _run_on_eight_devices(script):
     # XLA's code generation flags of `make test` make the compile quicker; XLA's buffer
-    # assignment, which is what is measured, does not depend on them.
+    # assignment, which is what is measured, does not depend on them. Without
+    # cse_barrier_expander XLA:CPU keeps remat (docs/training.md); nothing else changes.
     flags = ("--xla_force_host_platform_device_count=8 --xla_backend_optimization_level=0 "
-             "--xla_llvm_disable_expensive_passes=true --xla_cpu_multi_thread_eigen=false")
+             "--xla_llvm_disable_expensive_passes=true --xla_cpu_multi_thread_eigen=false "
+             "--xla_disable_hlo_passes=cse_barrier_expander")
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
                XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " " + flags,
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
@@ -262,15 +312,25 @@ def _run_on_eight_devices(script):
 
 
 @JAX_ONLY
-def test_plans_are_within_15_percent_of_xlas_measurement_on_eight_devices(record_property):
+def test_plans_against_xlas_measurement_on_eight_devices(record_property):
     results = _run_on_eight_devices(ROOT / "tests" / "distribution" / "plan_checks.py")
-    assert len(results) == 6
+    assert len(results) == 10
     for case, figures in results.items():
         ratio = figures["planned"] / figures["measured"]
         record_property("summary", f"plan vs XLA, {case}: {figures['planned'] / 1e6:.1f} MB "
                                    f"planned, {figures['measured'] / 1e6:.1f} MB measured "
                                    f"({ratio:.3f})")
-        assert 0.85 <= ratio <= 1.15, (case, figures)
+        if "fully_sharded" in case:  # ZeRO-3's figure; GSPMD's choices (module docstring)
+            assert 0.4 <= figures["measured"] / figures["planned"] <= 1.3, (case, figures)
+        else:
+            assert 0.85 <= ratio <= 1.15, (case, figures)
         assert figures["planned_weights"] == figures["weights"], case
         # Keras' optimizer adds its step counters to the moments.
         assert 0 <= figures["optimizer_state"] - figures["planned_optimizer_state"] <= 64, case
+    # The cases cover both ends of the backward pass: one row per device peaks at its end.
+    for case in ("wide/data_parallel", "wide/model_parallel"):
+        figures = results[case]
+        assert (figures["planned_gradients"] + figures["planned_reduction"]
+                > figures["planned_activations"]), case
+    remat, plain = results["gpt/data_parallel/remat"], results["gpt/data_parallel"]
+    assert remat["measured"] < 0.6 * plain["measured"]  # remat kept: the flag took effect
