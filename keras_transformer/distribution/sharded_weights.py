@@ -72,10 +72,9 @@ class FullyShardedParallel(keras.distribution.ModelParallel):
     that already carries a layout keeps it: an optimizer moment is created
     with its weight's layout.
 
-    Args:
-        layout_map: the model-axis `keras.distribution.LayoutMap`.
-        batch_dim_name: the batch axis, over which data and weights are split.
-        auto_shard_dataset: as in `keras.distribution.ModelParallel`.
+    It takes `keras.distribution.ModelParallel`'s arguments: `layout_map`
+    (the model-axis layout), `batch_dim_name` (the axis over which data and
+    weights are split) and `auto_shard_dataset`.
 
     Example:
     >>> mesh = layouts.make_mesh(1, devices=[f"cpu:{i}" for i in range(2)])
