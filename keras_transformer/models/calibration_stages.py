@@ -47,16 +47,19 @@ writes what their load reads.
 
 import contextlib
 import functools
+import math
 import re
+import sys
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_transformer import masks
 
 __all__ = [
     "CALIBRATED_MODES", "BlockStage", "EmbeddingStage", "check_config",
-    "quantization_layer_structure", "save_what_loads", "within_blocks",
+    "quantization_layer_structure", "save_what_loads", "within_blocks", "zero_points_in_range",
 ]
 
 CALIBRATED_MODES = ("gptq", "awq")
@@ -353,6 +356,121 @@ def save_what_loads(model):
                                                              keras.layers.EinsumDense))
                 and not _keras_saves_zero_points(mode)):
             layer.save_own_variables = functools.partial(_save_as_loaded, layer)
+
+
+def _keras_quantizers():
+    """Keras' module that computes GPTQ's and AWQ's scales and zero points."""
+    from keras.src.quantizers import quantizers  # Keras' own module: not in its public API
+
+    return quantizers
+
+
+@functools.lru_cache(maxsize=None)
+def _keras_grid_misses_one_signed_groups():
+    """Whether this Keras' asymmetric 4-bit grid fails a group whose weights are all of one
+    sign (3.15.1 does: its zero point leaves `[0, 15]` and is cast to `uint8`)."""
+    quantizers = _keras_quantizers()
+    weights = ops.convert_to_tensor(np.array([[0.5, 0.6, 1.0], [-1.0, -0.995, -0.99]],
+                                             "float32"))
+    scale, zero, maxq = quantizers.compute_quantization_parameters(
+        weights, bits=4, per_channel=True)
+    levels = quantizers.quantize_with_zero_point(weights, scale, zero, maxq)
+    error = ops.abs(quantizers.dequantize_with_zero_point(levels, scale, zero) - weights)
+    return not bool(ops.convert_to_numpy(ops.all(error <= scale / 2 + 1e-6)))
+
+
+def _parameters_with_zero_in_range(compute, x, *, bits, symmetric=False, per_channel=False,
+                                   group_size=-1, compute_dtype="float32", epsilon=0.0,
+                                   signed=False):
+    """Keras' `compute_quantization_parameters` (`compute`), with 0 in each asymmetric group.
+
+    A group (a row, a group of `group_size` inputs of a row, or the whole
+    tensor, as `compute` forms them) whose weights are all of one sign gets
+    the range from 0 to its farthest weight, so its zero point lies in
+    `[0, 2**bits - 1]`; a group with weights of both signs keeps Keras' range,
+    hence its scale and zero point. Symmetric grids are Keras' own.
+    """
+    if symmetric:
+        return compute(x, bits=bits, symmetric=symmetric, per_channel=per_channel,
+                       group_size=group_size, compute_dtype=compute_dtype, epsilon=epsilon,
+                       signed=signed)
+    out_features, in_features = x.shape[0], x.shape[1]
+    groups = 1
+    if per_channel and group_size > 0:  # rows of one group each, zero-padded as Keras pads
+        groups = math.ceil(in_features / group_size)
+        if groups * group_size > in_features:
+            x = ops.pad(x, [[0, 0], [0, groups * group_size - in_features]])
+        rows = ops.reshape(x, (out_features * groups, group_size))
+    else:
+        rows = x if per_channel else ops.reshape(x, (1, -1))
+    rows = ops.concatenate([rows, ops.zeros((rows.shape[0], 1), dtype=rows.dtype)], axis=1)
+    scale, zero, maxq = compute(rows, bits=bits, symmetric=False, per_channel=True,
+                                group_size=-1, compute_dtype=compute_dtype, epsilon=epsilon,
+                                signed=signed)
+    if not per_channel:  # one grid for the tensor, repeated per output as Keras does
+        return (ops.tile(scale, (out_features, 1)), ops.tile(zero, (out_features, 1)), maxq)
+    return (ops.reshape(scale, (out_features, groups)), ops.reshape(zero, (out_features, groups)),
+            maxq)
+
+
+@contextlib.contextmanager
+def zero_points_in_range(mode):
+    """While it is open, GPTQ's and AWQ's grids include 0: every zero point fits its bits.
+
+    Keras 3.15.1's asymmetric grid spans a group's smallest to largest weight,
+    and its zero point, `round(-smallest / scale)`, is cast to `uint8`. A group
+    whose weights are all positive gets a negative zero point, one whose
+    weights are all negative and close together one above 255: the cast wraps
+    them on TensorFlow and PyTorch (a zero point of 255 for -1) and saturates
+    them on JAX, and the group's levels, chosen with that zero point, come out
+    wrong (a kernel off by several times its own norm). Groups of 8 in a model
+    of width 16 have such groups. Inside this context, Keras'
+    `compute_quantization_parameters` gives each such group the range from 0 to
+    its farthest weight (GPTQ's reference implementation always includes 0), so
+    its zero point lies in `[0, 2**bits - 1]`; groups with weights of both signs
+    keep Keras' grid. `TransformerModel.quantize` opens it around Keras'
+    `quantize`. A Keras whose grid represents such groups keeps its own (probed).
+
+    Args:
+        mode: the quantization mode; the context changes nothing for modes
+            other than `"gptq"` and `"awq"`.
+
+    Yields:
+        None.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras.src.quantizers import quantizers
+    >>> weights = np.array([[0.5, 0.6, 1.0], [-1.0, -0.995, -0.99]], "float32")  # one sign
+    >>> with zero_points_in_range("gptq"):
+    ...     scale, zero, maxq = quantizers.compute_quantization_parameters(
+    ...         weights, bits=4, per_channel=True)
+    >>> ops.convert_to_numpy(zero).ravel().tolist()  # Keras alone: 241 (or 0) and 220 (or 255)
+    [0, 15]
+    """
+    if mode not in CALIBRATED_MODES or not _keras_grid_misses_one_signed_groups():
+        yield
+        return
+    original = _keras_quantizers().compute_quantization_parameters
+    replacement = functools.partial(_parameters_with_zero_in_range, original)
+    # Keras' quantizer modules import the function by name (GPTQ's quantizer calls it from
+    # `quantizers`, AWQ from `awq`): each name that holds it gets the replacement, and gives
+    # the original back after (a module imported meanwhile too).
+    for module, name in _holders(original):
+        setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        for module, name in _holders(replacement):
+            setattr(module, name, original)
+
+
+def _holders(function):
+    """`(module, name)` of each name in Keras' quantizer modules bound to `function`."""
+    return [(module, name) for module_name, module in list(sys.modules.items())
+            if module_name.startswith("keras.src.quantizers") and module is not None
+            for name, value in list(vars(module).items()) if value is function]
 
 
 def within_blocks(structure, filters=None):

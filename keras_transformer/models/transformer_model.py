@@ -427,7 +427,8 @@ class TransformerModel(keras.Model):
             structure = (config.quantization_layer_structure
                          or self.get_quantization_layer_structure(mode))
             filters = calibration_stages.within_blocks(structure, filters)
-        super().quantize(mode, config=config, filters=filters, **kwargs)
+        with calibration_stages.zero_points_in_range(mode):  # GPTQ/AWQ zero points fit a byte
+            super().quantize(mode, config=config, filters=filters, **kwargs)
         clear_compiled(self)
         calibration_stages.save_what_loads(self)
 

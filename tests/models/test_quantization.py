@@ -6,8 +6,6 @@ path) passed as `dtype`, as it does keras-hub's backbones; the tied token embedd
 """
 
 import re
-import warnings
-from unittest import mock
 
 import keras
 import numpy as np
@@ -15,6 +13,12 @@ import pytest
 from keras import ops
 
 import keras_transformer as kt
+from calibrated_zoo import CALIBRATION_IDS
+from calibrated_zoo import GROUP
+from calibrated_zoo import calibrate
+from calibrated_zoo import calibration_config
+from calibrated_zoo import tiny_llama
+from calibrated_zoo import tiny_translator
 
 MODES = ("int8", "int4", "float8")
 TOLERANCE = {"int8": 0.05, "float8": 0.1, "int4": 0.3}  # of the largest logit
@@ -110,42 +114,10 @@ def test_an_unknown_mode_is_refused_naming_the_argument():
 
 
 # --- GPTQ and AWQ: calibrated on data through `get_quantization_layer_structure` -------------
-# Tiny models (d_model 16) keep Keras' column-by-column GPTQ loop short: JAX compiles each of its
-# eager steps. A group of 16 weights spans a projection's whole input (two groups for the
-# feed-forward output): with smaller groups, one whose weights are all positive gets a negative
-# zero point, which Keras 3.15.1 casts to uint8 (on torch it wraps to ~250: a wild kernel).
+# The tiny models, the calibration ids and `calibrate` are tests/calibrated_zoo.py's, shared with
+# the cross-backend test.
 CALIBRATED = ("gptq", "awq")
-GROUP = 16
-CALIBRATION_IDS = np.random.default_rng(1).integers(4, 64, size=(64, 32))  # 2048 ids
 HELD_OUT_IDS = np.random.default_rng(101).integers(4, 64, size=(4, 32)).astype("int32")
-
-
-def _llama():  # rotary, RMSNorm, SwiGLU, grouped-query attention, no biases; two blocks
-    return kt.DecoderOnly.from_preset("llama_tiny", vocab_size=64, d_model=16, num_heads=2,
-                                      num_kv_heads=1, d_ff=32)
-
-
-def _translator():  # post-LN, sinusoids, one encoder and one decoder block
-    return kt.EncoderDecoder.from_preset("transformer_tiny", dropout=0.0, vocab_size=64,
-                                         d_model=16, num_heads=2, d_ff=32, num_layers=1)
-
-
-def _calibrate(model, mode, **overrides):
-    """`model.quantize(mode)` on the calibration ids, quietly (Keras' progress bar, the saving
-    warning) and without the `gc.collect()` Keras runs as it drops each float kernel (0.3-0.5 s
-    each in a test process: most of the time of these tests)."""
-    with warnings.catch_warnings(), mock.patch("gc.collect", lambda *args: 0):
-        warnings.simplefilter("ignore")
-        model.quantize(mode, config=_calibration_config(mode, **overrides))
-
-
-def _calibration_config(mode, dataset=CALIBRATION_IDS, **overrides):
-    # 8 windows of 32 ids: 256 tokens per projection, 8 or more per input feature (fewer
-    # leave GPTQ's Hessian near singular). Keras asks for a tokenizer; ids need none.
-    config_class = {"gptq": keras.quantizers.GPTQConfig, "awq": keras.quantizers.AWQConfig}[mode]
-    arguments = dict(dataset=dataset, tokenizer=object(), num_samples=8, sequence_length=32,
-                     group_size=GROUP)
-    return config_class(**{**arguments, **overrides})
 
 
 def _held_out(model):
@@ -185,7 +157,7 @@ def calibrated():
             inputs = _held_out(model)
             before = ops.convert_to_numpy(model(inputs))
             model.__dict__["_decode_functions"] = {"compiled before": None}  # see clear_compiled
-            _calibrate(model, mode)
+            calibrate(model, mode)
             made[build, mode] = model, inputs, before
         return made[build, mode]
 
@@ -193,7 +165,8 @@ def calibrated():
 
 
 @pytest.mark.parametrize("mode", CALIBRATED)
-@pytest.mark.parametrize("build", [_llama, _translator], ids=["DecoderOnly", "EncoderDecoder"])
+@pytest.mark.parametrize("build", [tiny_llama, tiny_translator],
+                         ids=["DecoderOnly", "EncoderDecoder"])
 def test_gptq_and_awq_quantize_every_block_projection_and_keep_the_logits(calibrated, build,
                                                                            mode):
     model, inputs, before = calibrated(build, mode)
@@ -215,7 +188,8 @@ def test_gptq_and_awq_quantize_every_block_projection_and_keep_the_logits(calibr
 
 
 @pytest.mark.parametrize("mode", CALIBRATED)
-@pytest.mark.parametrize("build", [_llama, _translator], ids=["DecoderOnly", "EncoderDecoder"])
+@pytest.mark.parametrize("build", [tiny_llama, tiny_translator],
+                         ids=["DecoderOnly", "EncoderDecoder"])
 def test_a_gptq_or_awq_model_saves_and_loads_to_the_same_outputs(calibrated, build, mode,
                                                                    tmp_path):
     model, inputs, _ = calibrated(build, mode)
@@ -260,9 +234,9 @@ def _round_to_nearest(kernel):
 
 
 def test_gptq_is_closer_to_float32_than_rounding_to_nearest(calibrated):
-    model, inputs, before = calibrated(_llama, "gptq")
+    model, inputs, before = calibrated(tiny_llama, "gptq")
     keras.utils.set_random_seed(0)
-    rounded = _llama()
+    rounded = tiny_llama()
     for layer in _block_projections(rounded).values():
         layer.kernel.assign(_round_to_nearest(ops.convert_to_numpy(layer.kernel)))
     gptq_error = np.abs(ops.convert_to_numpy(model(inputs)) - before).mean()
@@ -276,10 +250,10 @@ def test_gptq_is_closer_to_float32_than_rounding_to_nearest(calibrated):
 def test_the_calibration_data_decides_the_quantized_weights(calibrated, mode):
     # Other ids give other statistics, hence other weights: GPTQ (error feedback through the
     # Hessian) and AWQ (per-input scales) read the data each block sees, the decoder's too.
-    model, _, _ = calibrated(_translator, mode)
+    model, _, _ = calibrated(tiny_translator, mode)
     keras.utils.set_random_seed(0)
-    other = _translator()
-    _calibrate(other, mode, dataset=CALIBRATION_IDS[:, ::-1])
+    other = tiny_translator()
+    calibrate(other, mode, dataset=CALIBRATION_IDS[:, ::-1])
     first, second = _block_projections(model), _block_projections(other)
     for path in ("encoder_block_0/feed_forward/inner", "decoder_block_0/cross_attention/query"):
         assert not np.array_equal(ops.convert_to_numpy(first[path].quantized_kernel),
@@ -291,21 +265,84 @@ def test_the_calibration_data_decides_the_quantized_weights(calibrated, mode):
 
 @pytest.mark.parametrize("mode", CALIBRATED)
 def test_gptq_and_awq_refuse_a_config_without_data_before_changing_a_layer(mode):
-    model = _llama()
+    model = tiny_llama()
     with pytest.raises(ValueError, match=rf"For {mode.upper()}, you must pass an? `\w+Config`"):
         model.quantize(mode)
     with pytest.raises(ValueError, match=r"needs a dataset and a tokenizer; received "
                                          r"dataset=None and tokenizer=None"):
-        model.quantize(mode, config=_calibration_config(mode, dataset=None, tokenizer=None))
+        model.quantize(mode, config=calibration_config(mode, dataset=None, tokenizer=None))
     with pytest.raises(ValueError, match=r"needs a tokenizer; received tokenizer=None"):
-        model.quantize(mode, config=_calibration_config(mode, tokenizer=None))
+        model.quantize(mode, config=calibration_config(mode, tokenizer=None))
     with pytest.raises(ValueError, match=r"`sequence_length` must be at least 2; received 1"):
-        _translator().quantize(mode, config=_calibration_config(mode, sequence_length=1))
+        tiny_translator().quantize(mode, config=calibration_config(mode, sequence_length=1))
     assert all(layer.quantization_mode is None for layer in model._flatten_layers())
 
 
+@pytest.mark.parametrize("mode", CALIBRATED)
+def test_a_group_of_weights_all_of_one_sign_keeps_its_weights(mode):
+    # Keras 3.15.1 spans a group's 4-bit grid from its smallest to its largest weight: a group
+    # all positive got a negative zero point, one all negative and narrow one above 255, cast
+    # to uint8 (wrapped on TensorFlow and PyTorch, 0 or 255 on JAX), and the group's weights
+    # came out wrong (6x the float kernel, or clipped). Groups of 8 in a model of width 16
+    # have such groups by chance; here the first group of two outputs is made so.
+    keras.utils.set_random_seed(0)
+    model = tiny_llama(num_layers=1)
+    outer = _block_projections(model)["block_0/feed_forward/outer"]  # no bias, no activation
+    kernel = ops.convert_to_numpy(outer.kernel).copy()
+    kernel[:8, 0] = np.linspace(0.3, 0.6, 8)  # all positive
+    kernel[:8, 1] = np.linspace(-1.0, -0.995, 8)  # all negative, close together
+    outer.kernel.assign(kernel)
+    calibrate(model, mode, group_size=8)
+    for layer in _block_projections(model).values():  # every zero point fits in 4 bits
+        zero = ops.convert_to_numpy(layer.kernel_zero)
+        assert 0 <= zero.min() and zero.max() <= 15, layer.path
+    inputs = outer.kernel_shape[0]
+    dequantized = ops.convert_to_numpy(outer(np.eye(inputs, dtype="float32")))
+    # Within 1.5 levels of 4 bits, a level being 1/15 of the group's farthest weight (0.04 and
+    # 0.067 here): at most 0.029 and 0.005 on the three backends, against 0.14-5.2 (all
+    # positive) or 0.03-0.94 (all negative) before, and 6 to 450% of the whole kernel.
+    error = np.abs(dequantized - kernel)
+    assert error[:8, 0].max() < 0.06 and error[:8, 1].max() < 0.1, error[:8, :2]
+    assert np.linalg.norm(dequantized - kernel) < 0.05 * np.linalg.norm(kernel)
+
+
+@pytest.mark.parametrize("group_size,per_channel", [(8, True), (-1, True), (-1, False)],
+                         ids=["groups", "rows", "tensor"])
+def test_zero_points_in_range_moves_only_the_grids_of_groups_of_one_sign(group_size,
+                                                                         per_channel):
+    from keras.src.quantizers import quantizers  # where GPTQ's quantizer finds its grid
+
+    weights = np.random.default_rng(0).normal(size=(6, 20)).astype("float32")  # pads to 24
+    weights[0] = np.abs(weights[0]) + 0.1  # a row all positive
+    weights[1, :8] = -1.0 - np.abs(weights[1, :8]) * 0.01  # a group all negative, narrow
+    if not per_channel:  # one grid for the tensor: all positive
+        weights = np.abs(weights) + 0.1
+    arguments = dict(bits=4, per_channel=per_channel, group_size=group_size)
+    with kt.models.calibration_stages.zero_points_in_range("gptq"):
+        scale, zero, _ = quantizers.compute_quantization_parameters(weights, **arguments)
+    keras_scale, keras_zero, _ = quantizers.compute_quantization_parameters(weights, **arguments)
+    scale, zero = ops.convert_to_numpy(scale), ops.convert_to_numpy(zero)
+    keras_scale, keras_zero = ops.convert_to_numpy(keras_scale), ops.convert_to_numpy(keras_zero)
+    assert scale.shape == keras_scale.shape and zero.shape == keras_zero.shape
+    assert zero.dtype == np.uint8 and zero.max() <= 15
+    # Every weight, on its group's grid (levels 0..15) and back, is within half a level.
+    width = weights.shape[1] if group_size == -1 else group_size
+    step = np.repeat(scale, width, axis=1)[:, :20]
+    offset = np.repeat(zero.astype("float32"), width, axis=1)[:, :20]
+    back = step * (np.clip(np.round(weights / step + offset), 0, 15) - offset)
+    assert np.all(np.abs(back - weights) <= step / 2 + 1e-6)
+    # Groups with weights of both signs keep Keras' own grid; the others moved.
+    padded = np.pad(weights, [[0, 0], [0, 24 - 20]])
+    groups = (padded.reshape(6, -1, group_size) if group_size > 0
+              else weights[:, None] if per_channel else weights.reshape(1, 1, -1))
+    mixed = np.broadcast_to((groups.min(-1) < 0) & (groups.max(-1) > 0), zero.shape)
+    np.testing.assert_array_equal(zero[mixed], keras_zero[mixed])
+    np.testing.assert_allclose(scale[mixed], keras_scale[mixed], rtol=1e-6)
+    assert not np.allclose(scale, keras_scale)
+
+
 def test_the_calibration_filter_keeps_the_block_projections_a_user_filter_keeps():
-    model = _llama()
+    model = tiny_llama()
     structure = model.get_quantization_layer_structure("gptq")
     keep = kt.models.calibration_stages.within_blocks(structure, ["qkv", "outer", "output_proj"])
     kept = {layer.path.split("/", 1)[1] for layer in model._flatten_layers() if keep(layer)}

@@ -1,0 +1,84 @@
+"""Tiny models and calibration data for GPTQ and AWQ, quantized quickly and quietly.
+
+Shared by `tests/models/test_quantization.py` (what calibration does to a model) and
+`tests/reliability/test_cross_backend.py` (calibrated files loaded by the other backends).
+Tiny models (d_model 16) keep Keras' column-by-column GPTQ loop short: JAX compiles each of its
+eager steps. A group of 16 weights spans a projection's whole input (two groups for a
+feed-forward output of d_ff 32).
+"""
+
+import warnings
+from unittest import mock
+
+import keras
+import numpy as np
+
+import keras_transformer as kt
+
+GROUP = 16
+CALIBRATION_IDS = np.random.default_rng(1).integers(4, 64, size=(64, 32))  # 2048 ids
+
+
+def tiny_llama(**overrides):
+    """A LLaMA-toggle `DecoderOnly` of width 16 (rotary, RMSNorm, SwiGLU, grouped-query
+    attention, no biases; two blocks unless `overrides` say otherwise).
+
+    Args:
+        **overrides: preset arguments to change (such as `num_layers`).
+
+    Returns:
+        A `kt.DecoderOnly` with a vocabulary of 64.
+    """
+    arguments = dict(vocab_size=64, d_model=16, num_heads=2, num_kv_heads=1, d_ff=32)
+    return kt.DecoderOnly.from_preset("llama_tiny", **{**arguments, **overrides})
+
+
+def tiny_translator(**overrides):
+    """A post-LN `EncoderDecoder` of width 16 (sinusoids, one encoder and one decoder block,
+    no dropout).
+
+    Args:
+        **overrides: preset arguments to change.
+
+    Returns:
+        A `kt.EncoderDecoder` with a vocabulary of 64.
+    """
+    arguments = dict(dropout=0.0, vocab_size=64, d_model=16, num_heads=2, d_ff=32,
+                     num_layers=1)
+    return kt.EncoderDecoder.from_preset("transformer_tiny", **{**arguments, **overrides})
+
+
+def calibration_config(mode, dataset=CALIBRATION_IDS, **overrides):
+    """The `GPTQConfig` or `AWQConfig` of these tests: 8 windows of 32 ids, groups of `GROUP`.
+
+    256 tokens per projection give 8 or more per input feature (fewer leave GPTQ's Hessian near
+    singular). Keras asks for a tokenizer; ids need none.
+
+    Args:
+        mode: `"gptq"` or `"awq"`.
+        dataset: the calibration ids.
+        **overrides: other arguments of the config class.
+
+    Returns:
+        The config.
+    """
+    config_class = {"gptq": keras.quantizers.GPTQConfig, "awq": keras.quantizers.AWQConfig}[mode]
+    arguments = dict(dataset=dataset, tokenizer=object(), num_samples=8, sequence_length=32,
+                     group_size=GROUP)
+    return config_class(**{**arguments, **overrides})
+
+
+def calibrate(model, mode, **overrides):
+    """`model.quantize(mode)` on the calibration ids, quietly and without Keras' `gc.collect()`.
+
+    Keras prints a progress bar, warns about saving, and collects garbage as it drops each
+    float kernel (0.3-0.5 s each in a test process: most of the time of these quantizations).
+
+    Args:
+        model: the model to quantize in place.
+        mode: `"gptq"` or `"awq"`.
+        **overrides: arguments of `calibration_config`.
+    """
+    with warnings.catch_warnings(), mock.patch("gc.collect", lambda *args: 0):
+        warnings.simplefilter("ignore")
+        model.quantize(mode, config=calibration_config(mode, **overrides))
