@@ -59,14 +59,35 @@ def parse_args(argv=None):
                         help="keras: keras.distribution.initialize (JAX's timeouts: 300 s to "
                         "join, 100 s of silence); bounded: kt.distribution.join_cluster with "
                         "--timeout")
-    parser.add_argument("--timeout", type=int, default=60,
-                        help="with --join bounded: seconds to wait for a peer before giving up")
+    parser.add_argument("--timeout", type=int, default=None,
+                        help="with --join bounded: seconds to wait for a peer before giving up "
+                        "(default 60)")
     parser.add_argument("--output", required=True)
     parser.add_argument("--fail-after-steps", type=int, default=None,
                         help="(testing) this process fails after this many steps")
     parser.add_argument("--failure", choices=("crash", "raise"), default="crash",
                         help="(testing) crash: die at once; raise: an exception")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name in ("num_processes", "devices_per_process", "steps", "batch_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    if not 0 <= args.process_id < args.num_processes:
+        parser.error(f"--process-id must be in [0, {args.num_processes - 1}]")
+    if args.timeout is not None and args.join != "bounded":
+        parser.error("--timeout needs --join bounded: keras.distribution.initialize keeps "
+                     "JAX's timeouts (300 s to join, 100 s of silence)")
+    args.timeout = 60 if args.timeout is None else args.timeout
+    if args.batch_size % (args.num_processes * args.devices_per_process):
+        parser.error("--batch-size must be divisible by every device of the cluster "
+                     f"({args.num_processes} x {args.devices_per_process})")
+    try:  # before any training: a lost run for a typo would be a waste
+        os.makedirs(args.output, exist_ok=True)
+        with open(os.path.join(args.output, f".writable-{args.process_id}"), "w"):
+            pass
+        os.remove(os.path.join(args.output, f".writable-{args.process_id}"))
+    except OSError as error:
+        parser.error(f"--output {args.output!r} is not a writable folder: {error.strerror}")
+    return args
 
 
 def start_jax(args):

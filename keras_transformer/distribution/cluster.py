@@ -20,6 +20,7 @@ exit status 134). `keras.distribution.initialize` joins with JAX's defaults
 """
 
 import contextlib
+import numbers
 import socket
 import time
 
@@ -70,7 +71,7 @@ def join_cluster(coordinator_address, num_processes, process_id, timeout=300,
     """
     host, port = _host_and_port(coordinator_address)
     num_processes = validation.check_int("num_processes", num_processes)
-    if not isinstance(process_id, int) or isinstance(process_id, bool) or not (
+    if not isinstance(process_id, numbers.Integral) or isinstance(process_id, bool) or not (
         0 <= process_id < num_processes
     ):
         raise ValueError(
@@ -83,8 +84,15 @@ def join_cluster(coordinator_address, num_processes, process_id, timeout=300,
     import jax
     from keras.src.backend.jax import distribution_lib
 
+    if jax.distributed.is_initialized():
+        raise ValueError(
+            "This process has already joined a cluster: call `join_cluster` once per process."
+        )
+    process_id = int(process_id)
     if process_id:
         _wait_for_coordinator(host, port, timeout)
+    else:
+        _check_port_free(port)
     jax.distributed.initialize(
         coordinator_address=coordinator_address, num_processes=num_processes,
         process_id=process_id, initialization_timeout=timeout,
@@ -101,12 +109,35 @@ def _host_and_port(address):
     host, _, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
+    elif ":" in host:  # an IPv6 address needs its brackets, or its last group is the port
+        host = ""
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(
             "`coordinator_address` must be a 'host:port' string naming process 0 "
-            f"(port 1-65535); received {address!r}."
+            f"(port 1-65535; an IPv6 address in brackets: '[::1]:1234'); received {address!r}."
         )
     return host, int(port)
+
+
+def _check_port_free(port):
+    """Process 0 listens on `port` (all interfaces, as JAX does): it must be free.
+
+    Another cluster's coordinator there would take this cluster's processes for
+    its own, and JAX would end both clusters.
+    """
+    try:
+        probe = socket.socket(socket.AF_INET6)
+    except OSError:  # no IPv6 on this host
+        probe = socket.socket(socket.AF_INET)
+    with probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC: TIME_WAIT is ok
+        try:
+            probe.bind(("", port))
+        except OSError as error:
+            raise ValueError(
+                f"Port {port} of `coordinator_address` is in use ({error.strerror}): another "
+                "program (or another cluster's process 0) listens there; choose a free port."
+            ) from None
 
 
 def _wait_for_coordinator(host, port, timeout):
@@ -242,10 +273,14 @@ def _rebuilt(model, values, optimizer_values):
     copy = model.__class__.from_config(model.get_config())
     if not copy.built:  # our models build in their constructor
         copy.build_from_config(model.get_build_config())
+    for original, rebuilt in zip(model._flatten_layers(), copy._flatten_layers(), strict=True):
+        if getattr(original, "lora_enabled", False):  # its adapters are variables too
+            rebuilt.enable_lora(original.lora_rank, lora_alpha=original.lora_alpha)
     for variable, value in zip(copy.variables, values, strict=True):
         variable.assign(value)
-    if optimizer_values is not None:
+    if getattr(model, "compiled", False):
         copy.compile_from_config(model.get_compile_config())
+    if optimizer_values is not None:
         if not copy.optimizer.built:  # compile_from_config builds it, in Keras 3.15
             copy.optimizer.build(copy.trainable_variables)
         for variable, value in zip(copy.optimizer.variables, optimizer_values, strict=True):

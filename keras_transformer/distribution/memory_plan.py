@@ -424,6 +424,22 @@ class _Split:
             )
         layouts.check_split(config, embedding, self.model)
 
+    def check_heads(self, config, flash_attention):
+        """Attention scores kept for the backward pass need the heads to split evenly.
+
+        Otherwise XLA pads or gathers the heads as it sees fit (measured: 0.5x to 3x
+        of a per-head split), and a plan assuming either would be silently wrong.
+        Flash attention keeps no scores (one float per head and token).
+        """
+        keeps_scores = not flash_attention or config.block.attention_dropout > 0
+        if keeps_scores and config.num_heads % self.model:
+            raise ValueError(
+                f"`num_heads` ({config.num_heads}) must be divisible by the model axis size "
+                f"({self.model}) to plan attention that keeps its scores: with heads split "
+                "unevenly XLA lays them out in ways the plan does not model (or pass "
+                "flash_attention=True)."
+            )
+
     def shards(self, path, shape, gathered=False):
         """Devices one copy of the weight at `path` is split over.
 
@@ -657,6 +673,7 @@ def plan(
             f"{config.max_length} rows (`max_length`); received {max(length, sources)}."
         )
     split = _Split(config, sizes, layout, batch_axis, model_axis, embedding)
+    split.check_heads(config, flash_attention)
     if batch_size % split.batch:
         raise ValueError(
             f"`batch_size` ({batch_size}) must be divisible by the {split.batch} devices "

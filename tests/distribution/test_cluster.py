@@ -258,7 +258,8 @@ def test_a_cluster_without_its_coordinator_times_out_naming_it(tmp_path):
         (("localhost", 2, 0), "`coordinator_address` must be a 'host:port' string"),
         (("localhost:http", 2, 0), "`coordinator_address` must be a 'host:port' string"),
         ((":1234", 2, 0), "`coordinator_address` must be a 'host:port' string"),
-        (("localhost:65536", 2, 0), r"\(port 1-65535\); received 'localhost:65536'"),
+        (("localhost:65536", 2, 0), r"\(port 1-65535; .*received 'localhost:65536'"),
+        (("::1:1234", 2, 0), r"an IPv6 address in brackets: '\[::1\]:1234'\); received '::1:1234'"),
         (("localhost:1234", 0, 0), "`num_processes` must be an integer"),
         (("localhost:1234", 2, 2), r"`process_id` must be an integer in \[0, 1\]; received 2"),
         (("localhost:1234", 2, -1), r"`process_id` must be an integer in \[0, 1\]"),
@@ -268,6 +269,17 @@ def test_a_cluster_without_its_coordinator_times_out_naming_it(tmp_path):
 def test_join_cluster_names_the_bad_argument(arguments, match):
     with pytest.raises(ValueError, match=match):
         keras_transformer.distribution.join_cluster(*arguments)
+
+
+@JAX_SESSION
+def test_process_0_refuses_a_port_another_program_listens_on():
+    """Another cluster's coordinator there would take this cluster's processes for its own."""
+    with socket.socket() as other:
+        other.bind(("", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        with pytest.raises(ValueError, match=f"Port {port} of `coordinator_address` is in use"):
+            keras_transformer.distribution.join_cluster(f"localhost:{port}", 2, np.int64(0))
 
 
 @pytest.mark.skipif(keras.backend.backend() == "jax", reason="the other backends refuse")
@@ -324,4 +336,23 @@ def test_the_copy_save_model_writes_in_a_cluster_has_the_models_state(policy, op
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(got), want)
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(copy(ids)), keras.ops.convert_to_numpy(model(ids))
+    )
+
+
+def test_the_copy_of_a_lora_model_or_an_unbuilt_optimizer_is_the_models():
+    """Adapters are variables of their layers; a compiled model whose optimizer has not been
+    built yet stays compiled."""
+    from keras_transformer.distribution import cluster
+
+    model = keras_transformer.DecoderOnly.from_preset("gpt2_tiny", num_layers=1)
+    model.enable_lora(2)
+    ids = np.array([[5, 6, 7, 8]], dtype="int32")
+    b = next(v for v in model.trainable_variables if v.path.endswith("lora_kernel_b"))
+    b.assign(np.full(b.shape, 0.1, "float32"))  # adapters that change the output
+    model.compile(optimizer="sgd")
+    values = [keras.ops.convert_to_numpy(v) for v in model.variables]
+    copy = cluster._rebuilt(model, values, None)
+    assert copy.compiled
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(copy(ids)), keras.ops.convert_to_numpy(model(ids)), atol=1e-6
     )
