@@ -175,14 +175,46 @@ def is_coordinator():
     return jax.process_index() == 0
 
 
-def _gathered(variable):
-    """The whole value of `variable` as a NumPy array, in every process (collective)."""
-    value = variable.value
-    if keras.backend.backend() != "jax" or value.is_fully_addressable:
-        return keras.ops.convert_to_numpy(value)
-    from jax.experimental import multihost_utils
+_GATHER_BYTES = 2**28  # gathered at once: few compiled programs, bounded device memory
 
-    return np.asarray(multihost_utils.process_allgather(value, tiled=True))
+
+def _gathered(variables):
+    """The whole values of `variables` as NumPy arrays, in every process (collective).
+
+    Arrays split over several processes are replicated by one compiled identity
+    per group of up to `_GATHER_BYTES` (one per array would compile hundreds of
+    programs for a model), then read from this process's first device.
+    """
+    values = [variable.value for variable in variables]
+    if keras.backend.backend() != "jax":
+        return [keras.ops.convert_to_numpy(value) for value in values]
+    import jax
+
+    spread = [i for i, value in enumerate(values) if not value.is_fully_addressable]
+    for group in _groups(spread, values):
+        mesh = values[group[0]].sharding.mesh
+        whole = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        gathered = jax.jit(lambda arrays: arrays, out_shardings=whole)(
+            [values[i] for i in group]
+        )
+        for i, value in zip(group, gathered):
+            values[i] = value.addressable_data(0)
+    return [np.asarray(value) for value in values]
+
+
+def _groups(indices, values):
+    """`indices` in runs of one mesh and at most `_GATHER_BYTES` (at least one each)."""
+    group, size = [], 0
+    for i in indices:
+        value = values[i]
+        if group and (size + value.nbytes > _GATHER_BYTES
+                      or value.sharding.mesh != values[group[0]].sharding.mesh):
+            yield group
+            group, size = [], 0
+        group.append(i)
+        size += value.nbytes
+    if group:
+        yield group
 
 
 def gathered_weights(model):
@@ -203,7 +235,7 @@ def gathered_weights(model):
     >>> [w.shape for w in gathered_weights(model)][:1]
     [(128, 32)]
     """
-    return [_gathered(variable) for variable in model.weights]
+    return _gathered(model.weights)
 
 
 @contextlib.contextmanager
@@ -254,10 +286,10 @@ def save_model(model, filepath):
     if jax.process_count() == 1:
         model.save(filepath)
         return
-    values = [_gathered(variable) for variable in model.variables]
+    values = _gathered(model.variables)
     optimizer = getattr(model, "optimizer", None)
     optimizer_values = (
-        [_gathered(variable) for variable in optimizer.variables]
+        _gathered(optimizer.variables)
         if optimizer is not None and optimizer.built else None
     )
     if is_coordinator():
