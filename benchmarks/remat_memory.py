@@ -18,16 +18,22 @@ donated). Memory, two ways:
 XLA on CPU (jaxlib 0.10) removes the optimization barriers `jax.checkpoint` puts around
 each recomputation (its `cse_barrier_expander` pass) before a later common-subexpression
 pass merges the recomputation back into the forward pass: the compiled step is then the
-one without remat. The script compiles with that pass disabled
-(`XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`), and also reports XLA's
-figures under the default passes ("remat, XLA default"), compiled only.
+one without remat. The script compiles with that pass disabled (the compile option
+`xla_disable_hlo_passes`, which `XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander`
+sets for a whole process), and also reports XLA's figures under the default passes
+("remat, XLA default"), compiled only.
 
-Step times are the median of `--steps` steps, the two settings alternating in one process
-after a warm-up step each. It prints a table and, per length, the ratios remat / no remat.
+Per length, one process compiles the three steps (XLA's figures) and times the two
+settings: the median of `--steps` steps, alternating, after a warm-up step each. It prints
+a table and, per length, the ratios remat / no remat.
 
     python benchmarks/remat_memory.py                   # T = 2048 and 8192, minutes
     python benchmarks/remat_memory.py --lengths 2048 --window 0 --steps 5   # dense
     python benchmarks/remat_memory.py --tiny            # a smoke run
+
+`--tiny` (2 layers, d_model 32, T = 256) is the test suite's: its XLA figures and times
+come from the script's own process and one fresh process measures the resident memory of
+the remat setting alone (the no-remat row shows none, nor do the ratios).
 """
 
 import os
@@ -44,12 +50,12 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
-KEEP_BARRIERS = "--xla_disable_hlo_passes=cse_barrier_expander"
-"""The XLA flag under which XLA on CPU keeps `jax.checkpoint`'s recomputation."""
+BARRIER_PASS = "cse_barrier_expander"
+"""The XLA pass without which XLA on CPU keeps `jax.checkpoint`'s recomputation."""
 
 FULL = dict(layers=4, d_model=256, heads=4, vocab=4096, window=512, lengths=[2048, 8192],
             steps=3)
-TINY = dict(layers=4, d_model=32, heads=2, vocab=128, window=64, lengths=[256], steps=2)
+TINY = dict(layers=2, d_model=32, heads=2, vocab=128, window=64, lengths=[256], steps=2)
 SETTINGS = (False, True)  # remat off, on
 
 
@@ -77,17 +83,29 @@ def build(options, length, remat):
     return model, (ids[:, :-1].astype("int32"), ids[:, 1:].astype("int32"))
 
 
-class Step:
-    """Keras' `train_step` for one model, jitted as `fit` jits it; `run()` times one step."""
+def disabled_passes(keep_barriers):
+    """The compile option `xla_disable_hlo_passes`: those `XLA_FLAGS` disables, with or
+    without `BARRIER_PASS` (an option replaces the flag's list)."""
+    passes = [name for flag in os.environ.get("XLA_FLAGS", "").split()
+              if flag.startswith("--xla_disable_hlo_passes=")
+              for name in flag.split("=", 1)[1].split(",") if name and name != BARRIER_PASS]
+    return ",".join(passes + [BARRIER_PASS] if keep_barriers else passes)
 
-    def __init__(self, model, data):
+
+class Step:
+    """Keras' `train_step` for one model, jitted as `fit` jits it; `run()` times one step.
+
+    `keep_barriers`: compiled without `BARRIER_PASS`, so that XLA:CPU keeps the remat."""
+
+    def __init__(self, model, data, keep_barriers=True):
         import jax
 
         self.data = data
         jax.eval_shape(model.train_step, self._state(model), data)  # builds the loss trackers
         self.state = self._state(model)
         self.compiled = jax.jit(model.train_step, donate_argnums=0).lower(
-            self.state, data).compile()
+            self.state, data).compile(
+                compiler_options={"xla_disable_hlo_passes": disabled_passes(keep_barriers)})
         analysis = self.compiled.memory_analysis()
         self.temp_bytes = analysis.temp_size_in_bytes
         self.total_bytes = (analysis.argument_size_in_bytes + analysis.output_size_in_bytes
@@ -110,20 +128,24 @@ class Step:
         return time.perf_counter() - start
 
 
-def side_by_side(options, length, run):
-    """In one process: XLA's figures of both settings and, with `run`, median step times."""
+def side_by_side(options, length):
+    """In one process: XLA's figures of both settings and of remat under XLA's default
+    passes (compiled only), and the median step times of both settings."""
     steps = {remat: Step(*build(options, length, remat)) for remat in SETTINGS}
+    default = Step(*build(options, length, True), keep_barriers=False)
     times = {remat: [] for remat in SETTINGS}
-    if run:
+    for remat in SETTINGS:
+        steps[remat].run()  # warm-up
+    for _ in range(options.steps):
         for remat in SETTINGS:
-            steps[remat].run()  # warm-up
-        for _ in range(options.steps):
-            for remat in SETTINGS:
-                times[remat].append(steps[remat].run())
-    return [{"remat": remat, "xla_temp_bytes": steps[remat].temp_bytes,
-             "xla_total_bytes": steps[remat].total_bytes,
-             "step_seconds": statistics.median(times[remat]) if run else None,
-             "loss": steps[remat].loss} for remat in SETTINGS]
+            times[remat].append(steps[remat].run())
+    return [{"remat": remat, "xla_temp_bytes": step.temp_bytes,
+             "xla_total_bytes": step.total_bytes,
+             "step_seconds": statistics.median(step_times) if step_times else None,
+             "loss": step.loss}
+            for remat, step, step_times in ((False, steps[False], times[False]),
+                                            (True, steps[True], times[True]),
+                                            (True, default, []))]  # default: compiled only
 
 
 def resident(options, length, remat):
@@ -134,32 +156,39 @@ def resident(options, length, remat):
     return {"rss_peak_bytes": peak_rss_bytes(), "rss_step_bytes": peak_rss_bytes() - before}
 
 
-def xla_flags(keep_barriers):
-    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if f != KEEP_BARRIERS]
-    return " ".join(flags + [KEEP_BARRIERS] if keep_barriers else flags)
-
-
-def in_process(options, task, length, keep_barriers, remat=False):
-    """Runs `task` ("side_by_side", "compile_only" or "resident") in a fresh process."""
+def in_process(options, task, length, remat=False):
+    """Runs `task` ("side_by_side" or "resident") in a fresh process."""
     command = [sys.executable, os.path.abspath(__file__), "--task", task, str(length),
                str(int(remat)), *_shape_arguments(options)]
-    done = subprocess.run(command, capture_output=True, text=True,
-                          env=dict(os.environ, XLA_FLAGS=xla_flags(keep_barriers)))
+    done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"{task} at T={length} (remat={remat}) failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(options, length):
-    """Rows for one length: no remat, remat, and remat under XLA's default CPU passes."""
-    plain, remat = in_process(options, "side_by_side", length, keep_barriers=True)
-    _, default = in_process(options, "compile_only", length, keep_barriers=False)
-    for row in (plain, remat):
-        row.update(in_process(options, "resident", length, True, remat=row["remat"]))
-    default.update(rss_peak_bytes=None, rss_step_bytes=None)
-    for row, setting in ((plain, "no remat"), (remat, "remat"), (default, "remat, XLA default")):
-        row.update(length=length, setting=setting)
-    return [plain, remat, default]
+def measure(options):
+    """Rows, per length: no remat, remat, and remat under XLA's default CPU passes.
+
+    Each setting's resident memory comes from a fresh process of its own (`--tiny`: the
+    remat setting's alone), all started before this process compiles anything: on Linux a
+    process starts with the peak of the one that started it (`ru_maxrss` survives `exec`).
+    A full run compiles and times in a fresh process per length; `--tiny`, in this one."""
+    resident_memory = {(length, remat): in_process(options, "resident", length, remat=remat)
+                       for length in options.lengths
+                       for remat in ((True,) if options.tiny else SETTINGS)}
+    rows = []
+    for length in options.lengths:
+        if options.tiny:
+            plain, remat, default = side_by_side(options, length)
+        else:
+            plain, remat, default = in_process(options, "side_by_side", length)
+        for row, setting in ((plain, "no remat"), (remat, "remat"),
+                             (default, "remat, XLA default")):
+            row.update(length=length, setting=setting, rss_peak_bytes=None, rss_step_bytes=None)
+            if row is not default:
+                row.update(resident_memory.get((length, row["remat"]), {}))
+        rows += [plain, remat, default]
+    return rows
 
 
 def _shape_arguments(options):
@@ -185,21 +214,23 @@ def print_table(rows):
 
 
 def print_ratios(plain, remat, default):
-    """The line the smoke test reads: remat / no remat at one length."""
+    """The line the smoke test reads: remat / no remat at one length ("-": not measured)."""
     def ratio(name, row=remat):
-        return row[name] / max(plain[name], 1)
+        if row[name] is None or plain[name] is None:
+            return "-"
+        return f"{row[name] / (plain[name] or 1):.2f}"
 
     print(f"ratio remat/no-remat at T={plain['length']}: XLA total "
-          f"{ratio('xla_total_bytes'):.2f} (XLA's default CPU passes: "
-          f"{ratio('xla_total_bytes', default):.2f}), peak RSS {ratio('rss_peak_bytes'):.2f}, "
-          f"+ step {ratio('rss_step_bytes'):.2f}, step time "
-          f"{remat['step_seconds'] / plain['step_seconds']:.2f}")
+          f"{ratio('xla_total_bytes')} (XLA's default CPU passes: "
+          f"{ratio('xla_total_bytes', default)}), peak RSS {ratio('rss_peak_bytes')}, "
+          f"+ step {ratio('rss_step_bytes')}, step time {ratio('step_seconds')}")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true",
-                        help="a smoke run: T = 256, d_model 32, window 64, vocabulary 128")
+                        help="a smoke run: 2 layers, T = 256, d_model 32, window 64, "
+                        "vocabulary 128; resident memory of the remat setting alone")
     parser.add_argument("--lengths", type=int, nargs="+")
     parser.add_argument("--layers", type=int)
     parser.add_argument("--d-model", type=int)
@@ -219,7 +250,7 @@ def main(argv=None):
         if task == "resident":
             print(json.dumps(resident(options, length, remat)))
         else:
-            print(json.dumps(side_by_side(options, length, run=task == "side_by_side")))
+            print(json.dumps(side_by_side(options, length)))
         return None
     import jax
 
@@ -228,8 +259,9 @@ def main(argv=None):
           f"heads, d_ff {4 * options.d_model}, vocabulary {options.vocab}, {attention}, batch "
           f"{options.batch}, no dropout; one train step (forward, backward, Adam); JAX "
           f"{jax.__version__} on {jax.devices()[0].platform.upper()}, {os.cpu_count()} cores "
-          f"({platform.machine()}); XLA flags: {xla_flags(True)}")
-    rows = [row for length in options.lengths for row in measure(options, length)]
+          f"({platform.machine()}); XLA flags: {os.environ.get('XLA_FLAGS', '')}, compile "
+          f"option xla_disable_hlo_passes={disabled_passes(True)}")
+    rows = measure(options)
     print_table(rows)
     for length in options.lengths:
         print_ratios(*(row for row in rows if row["length"] == length))

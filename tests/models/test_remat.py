@@ -4,6 +4,13 @@ The option changes how training stores activations, nothing else: losses,
 weights after a step (dropout included), logits, `generate`, parameter counts
 and configs are those of the same model without it. Under JAX the gradient's
 program shows one rematerialized region per block.
+
+Cost (the file runs under three backends in every `make test`): under JAX each new model
+traces and compiles its train step afresh (seconds each on a loaded 2-core machine, more with
+every block), so the models are as small as the checks allow: one block per stack (an
+EncoderDecoder still has two rematerialized blocks, the decoder's taking the encoder's output
+and passing it gradients), except where blocks are counted. The tests that only call a model
+share one plain/remat pair per family (`untrained`), never trained or changed.
 """
 
 import json
@@ -24,7 +31,7 @@ from keras_transformer.models import EncoderDecoder
 from keras_transformer.models import preset_config
 
 VOCAB, BATCH, LENGTH = 64, 4, 8
-TINY = dict(vocab_size=VOCAB, num_layers=2, d_model=16, num_heads=2, d_ff=32)
+TINY = dict(vocab_size=VOCAB, num_layers=1, d_model=8, num_heads=2, d_ff=16)
 
 
 def build(family, remat, dropout=0.0, **overrides):
@@ -32,8 +39,24 @@ def build(family, remat, dropout=0.0, **overrides):
     keras.utils.set_random_seed(7)
     arguments = dict(TINY, dropout=dropout, attention_dropout=dropout, remat=remat, **overrides)
     if family is DecoderOnly:
-        arguments.setdefault("max_length", 32)
+        arguments.setdefault("max_length", 16)
     return family(**arguments)
+
+
+@pytest.fixture(scope="module")
+def untrained():
+    """`untrained(family)`: a plain model and a remat model with the same weights (dropout 0),
+    built once for the tests that only call them; no test trains or changes them."""
+    pairs = {}
+
+    def pair(family):
+        if family not in pairs:
+            plain, remat = build(family, False), build(family, True)
+            remat.set_weights(plain.get_weights())
+            pairs[family] = plain, remat
+        return pairs[family]
+
+    return pair
 
 
 def batch(family):
@@ -67,12 +90,16 @@ def sgd_step(model, steps=1):
 
 
 def assert_same_training(family, dropout, steps=1):
+    """Returns the trained remat model. Each model is built right before it trains: PyTorch
+    draws the dropout masks from torch's generator, which `build` seeds."""
     plain_losses, plain_weights = sgd_step(build(family, False, dropout), steps)
-    remat_losses, remat_weights = sgd_step(build(family, True, dropout), steps)
+    model = build(family, True, dropout)
+    remat_losses, remat_weights = sgd_step(model, steps)
     np.testing.assert_allclose(remat_losses, plain_losses, rtol=0, atol=1e-5)
     assert len(remat_weights) == len(plain_weights)
     for remat, plain in zip(remat_weights, plain_weights):
         np.testing.assert_allclose(remat, plain, rtol=0, atol=1e-5)
+    return model
 
 
 @pytest.mark.parametrize("family", [DecoderOnly, EncoderDecoder])
@@ -87,13 +114,13 @@ def test_dropout_masks_are_the_forward_passs_in_the_recomputation(family):
     seed, two steps give the losses, weights and seed states of the model without remat.
 
     Keras' remat alone does not: TensorFlow's recomputation reads the seed state the
-    forward pass advanced and draws other masks (the weights then differ by about 0.2 after
+    forward pass advanced and draws other masks (the weights then differ by 0.3-0.4 after
     a step), and under JAX the advanced state escapes `jax.checkpoint` (a tracer leak).
     PyTorch draws an unseeded Dropout's masks from torch's generator, which
     `torch.utils.checkpoint` restores.
     """
-    assert all(seed_states(block) for block in blocks_of(build(family, True, dropout=0.3)))
-    assert_same_training(family, dropout=0.3, steps=2)
+    model = assert_same_training(family, dropout=0.3, steps=2)
+    assert all(seed_states(block) for block in blocks_of(model))  # dropout in every block
 
 
 def test_fit_trains_the_same_with_remat():
@@ -109,9 +136,8 @@ def test_fit_trains_the_same_with_remat():
 
 
 @pytest.mark.parametrize("family", [DecoderOnly, EncoderDecoder])
-def test_generate_is_unchanged(family):
-    plain, remat = build(family, False), build(family, True)
-    remat.set_weights(plain.get_weights())
+def test_generate_is_unchanged(family, untrained):
+    plain, remat = untrained(family)
     inputs, _ = batch(family)
     if family is DecoderOnly:  # greedy
         np.testing.assert_array_equal(remat.generate(inputs[:, :4], 5),
@@ -121,21 +147,21 @@ def test_generate_is_unchanged(family):
                                       plain.generate(inputs["source"], max_length=6, beam_size=2))
 
 
-def test_direct_calls_and_cached_steps_work_with_remat():
+def test_direct_calls_and_cached_steps_work_with_remat(untrained):
     """The torch decode loop's direct calls skip `Layer.__call__` and so the remat wrapper;
     cached steps through `__call__` are never rematerialized. Both give the plain logits."""
-    plain, remat = build(DecoderOnly, False), build(DecoderOnly, True)
-    remat.set_weights(plain.get_weights())
+    plain, remat = untrained(DecoderOnly)
     ids, _ = batch(DecoderOnly)
-    ids = ops.convert_to_tensor(ids[:, :5])  # direct calls take tensors
+    ids = ops.convert_to_tensor(ids)  # direct calls take tensors; the shape other tests call
     expected = ops.convert_to_numpy(plain(ids))
     for direct in (False, True):
         with direct_calls(direct):
             np.testing.assert_allclose(ops.convert_to_numpy(remat(ids)), expected, atol=1e-5)
-            logits, caches = remat.call_with_cache(ids[:, :4], remat.empty_cache(BATCH, 8), 0)
-            step, _ = remat.call_with_cache(ids[:, 4:], caches, 4)
-        np.testing.assert_allclose(ops.convert_to_numpy(logits), expected[:, :4], atol=1e-5)
-        np.testing.assert_allclose(ops.convert_to_numpy(step), expected[:, 4:], atol=1e-5)
+            logits, caches = remat.call_with_cache(ids[:, :-1], remat.empty_cache(BATCH, LENGTH),
+                                                   0)
+            step, _ = remat.call_with_cache(ids[:, -1:], caches, LENGTH - 1)  # one token
+        np.testing.assert_allclose(ops.convert_to_numpy(logits), expected[:, :-1], atol=1e-5)
+        np.testing.assert_allclose(ops.convert_to_numpy(step), expected[:, -1:], atol=1e-5)
 
 
 def _remat_regions(model, inputs):
@@ -169,9 +195,12 @@ def _remat_regions(model, inputs):
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="reads JAX's program")
 @pytest.mark.parametrize("family", [DecoderOnly, EncoderDecoder])
 def test_the_gradient_rematerializes_each_block_under_jax(family):
+    """Two blocks per stack (tracing only, no compile): a region per block, not one over a
+    stack or the first block's alone."""
     inputs, _ = batch(family)
-    assert _remat_regions(build(family, False, dropout=0.1), inputs) == []
-    model = build(family, True, dropout=0.1)
+    assert _remat_regions(build(family, False, dropout=0.1, num_layers=2), inputs) == []
+    model = build(family, True, dropout=0.1, num_layers=2)
+    assert len(blocks_of(model)) == 2 * (1 + (family is EncoderDecoder))
     regions = _remat_regions(model, inputs)
     assert len(regions) == len(blocks_of(model))
     for block in blocks_of(model):
@@ -179,8 +208,8 @@ def test_the_gradient_rematerializes_each_block_under_jax(family):
 
 
 @pytest.mark.parametrize("family", [DecoderOnly, EncoderDecoder])
-def test_save_and_load_keep_remat(family, tmp_path):
-    model = build(family, True)
+def test_save_and_load_keep_remat(family, tmp_path, untrained):
+    _, model = untrained(family)
     path = str(tmp_path / "remat.keras")
     model.save(path)
     loaded = keras.saving.load_model(path)
@@ -191,10 +220,10 @@ def test_save_and_load_keep_remat(family, tmp_path):
                                ops.convert_to_numpy(model(inputs)), atol=1e-6)
 
 
-def test_a_file_saved_before_the_option_loads_without_remat(tmp_path):
+def test_a_file_saved_before_the_option_loads_without_remat(tmp_path, untrained):
     """A `.keras` file whose config has no `remat` (written before it existed) loads."""
     path = str(tmp_path / "old.keras")
-    build(DecoderOnly, False).save(path)
+    untrained(DecoderOnly)[0].save(path)
     old = str(tmp_path / "older.keras")
     with zipfile.ZipFile(path) as source, zipfile.ZipFile(old, "w") as target:
         for item in source.infolist():
@@ -223,8 +252,8 @@ def test_remat_is_not_architecture():
     assert translator.count_params() == translator.config.count_params()
 
 
-def test_a_remat_model_converts_like_any_other():
-    model = build(DecoderOnly, True)
+def test_a_remat_model_converts_like_any_other(untrained):
+    _, model = untrained(DecoderOnly)
     plain = from_hf_gpt2(hf_gpt2_state_dict(model), num_heads=2, dropout=0.0)
     ids, _ = batch(DecoderOnly)
     np.testing.assert_allclose(ops.convert_to_numpy(plain(ids)),
