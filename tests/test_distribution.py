@@ -7,14 +7,12 @@ examples/distributed.py in fresh processes with 8 virtual CPU devices.
 """
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import keras
 import pytest
 from distribution_checks import expected_axes
+from jax_processes import run_on_eight_devices
 
 import keras_transformer as kt
 from keras_transformer import distribution
@@ -213,25 +211,8 @@ def test_config_check_accepts_what_divides():
         distribution.layout_map(mesh, config=config)
 
 
-def _run_on_eight_devices(*command):
-    env = dict(
-        os.environ,
-        KERAS_BACKEND="jax",
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"),
-        TF_CPP_MIN_LOG_LEVEL="3",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    )
-    result = subprocess.run(
-        [sys.executable, *command], env=env, cwd=ROOT, capture_output=True, text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return result.stdout
-
-
 def _checks(*flags):
-    output = _run_on_eight_devices(str(ROOT / "tests" / "distribution_checks.py"), *flags)
+    output = run_on_eight_devices(str(ROOT / "tests" / "distribution_checks.py"), *flags)
     return json.loads(output.strip().splitlines()[-1])
 
 
@@ -272,6 +253,6 @@ def test_sharding_check_catches_a_wrong_layout():
 
 @JAX_ONLY
 def test_distributed_example_smoke_run():
-    output = _run_on_eight_devices(str(ROOT / "examples" / "distributed.py"), "--smoke")
+    output = run_on_eight_devices(str(ROOT / "examples" / "distributed.py"), "--smoke")
     assert "DataParallel" in output and "ModelParallel" in output
     assert "mesh (2, 4)" in output

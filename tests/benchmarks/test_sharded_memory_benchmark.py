@@ -1,23 +1,21 @@
 """benchmarks/sharded_memory.py: a tiny run on 8 virtual devices, in its own JAX process."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
+from jax_processes import jax_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
 def test_tiny_run_shows_sharded_weights_at_an_eighth():
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=str(ROOT))
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "sharded_memory.py"), "--tiny", "--json"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env=jax_env(), cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = json.loads(result.stdout.strip().splitlines()[-1])["rows"]

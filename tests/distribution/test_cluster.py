@@ -26,6 +26,7 @@ import time
 import keras
 import numpy as np
 import pytest
+from jax_processes import jax_env
 
 import keras_transformer  # also registers the classes the checkpoints name
 
@@ -49,10 +50,6 @@ def free_port():
 
 
 def start(output, num_processes, process_id, port, *extra):
-    env = dict(
-        os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    )
     command = [
         sys.executable, str(SCRIPT), "--coordinator", f"localhost:{port}",
         "--num-processes", str(num_processes), "--process-id", str(process_id),
@@ -63,7 +60,7 @@ def start(output, num_processes, process_id, port, *extra):
     # yet would stall the whole cluster's collectives.
     log = open(pathlib.Path(output) / f"process-{process_id}-of-{num_processes}.log", "w+")
     process = subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+        command, env=jax_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )
     process.log = log

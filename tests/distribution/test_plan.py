@@ -11,14 +11,12 @@ planned weights and optimizer state equal to what device 0 holds.
 
 import json
 import math
-import os
 import pathlib
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
+from jax_processes import run_on_eight_devices
 
 import keras_transformer as kt
 from keras_transformer import distribution
@@ -300,16 +298,10 @@ def _run_on_eight_devices(script):
     # XLA's code generation flags of `make test` make the compile quicker; XLA's buffer
     # assignment, which is what is measured, does not depend on them. Without
     # cse_barrier_expander XLA:CPU keeps remat (docs/training.md); nothing else changes.
-    flags = ("--xla_force_host_platform_device_count=8 --xla_backend_optimization_level=0 "
-             "--xla_llvm_disable_expensive_passes=true --xla_cpu_multi_thread_eigen=false "
-             "--xla_disable_hlo_passes=cse_barrier_expander")
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
-               XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " " + flags,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    result = subprocess.run([sys.executable, str(script)], env=env, cwd=ROOT,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    flags = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
+             "--xla_cpu_multi_thread_eigen=false --xla_disable_hlo_passes=cse_barrier_expander")
+    output = run_on_eight_devices(script, xla_flags=flags)
+    return json.loads(output.strip().splitlines()[-1])
 
 
 @JAX_ONLY
