@@ -640,8 +640,8 @@ def plan(
 
     Example:
     >>> from keras_transformer.models import preset_config
-    >>> config = preset_config("gpt2_xl")
-    >>> step = plan(config, {"batch": 8, "model": 8}, batch_size=64, length=1024,
+    >>> config = preset_config("llama2_7b")
+    >>> step = plan(config, {"batch": 8, "model": 8}, batch_size=64, length=4096,
     ...             layout="model_parallel", dtype="mixed_bfloat16", embedding="model",
     ...             remat=True)
     >>> step.fits(141e9), round(step.weights / (4 * config.count_params()), 2)
