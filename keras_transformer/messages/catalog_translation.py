@@ -187,7 +187,7 @@ def _header_rule(catalog, needed):
     text = _header_text(catalog)
     count_at, expression_at = text.find("nplurals="), text.find("plural=")
     count = _count_text(text)
-    if count_at < 0 and expression_at < 0 or count.startswith(_TEMPLATE_PLURAL_FORMS):
+    if count_at < 0 and expression_at < 0 or _is_template_rule(catalog):
         return None
     if count_at < 0 or expression_at < 0:
         if not needed:
@@ -202,7 +202,9 @@ def _header_rule(catalog, needed):
     digits = re.match(r"[0-9]*", count).group()
     value = f"nplurals={digits or count.partition(';')[0]}; plural={expression.strip(' ')};"
     try:
-        return PluralRule.from_parts(int(digits or 0), expression.strip(" \t"), value)
+        # strtoul's value: at most ULONG_MAX
+        return PluralRule.from_parts(min(int(digits or 0), 2**64 - 1), expression.strip(" \t"),
+                                     value)
     except ValueError as error:
         raise ValueError(f"the catalog's header has {error}; fix it (e.g. "
                          "'Plural-Forms: nplurals=2; plural=(n != 1);') or remove it.") from None
@@ -210,6 +212,12 @@ def _header_rule(catalog, needed):
 
 def _header_text(catalog):
     return catalog.header.msgstr[0] if catalog.header is not None else ""
+
+
+def _is_template_rule(catalog):
+    """Whether the header has the .pot placeholder `nplurals=INTEGER; plural=EXPRESSION;`."""
+    text = _header_text(catalog)
+    return "plural=" in text and _count_text(text).startswith(_TEMPLATE_PLURAL_FORMS)
 
 
 def _count_text(text):
@@ -223,7 +231,7 @@ def _plural_rule(catalog, language, needed):
     `nplurals=INTEGER` is still replaced by the language's rule when one is known (msgfmt
     --check refuses the placeholder)."""
     rule = _header_rule(catalog, needed)
-    template = _count_text(_header_text(catalog)).startswith(_TEMPLATE_PLURAL_FORMS)
+    template = _is_template_rule(catalog)
     if rule is not None or not needed and not template:
         return (rule if needed else None), None
     try:
@@ -288,8 +296,11 @@ def check_catalog(catalog):
     Fuzzy, untranslated and obsolete entries are not checked (msgfmt does not
     compile them); nor are the directives of the format languages
     `message_checks` does not port (java, perl, tcl, ...: its docstring lists
-    them), which msgfmt does check. An empty header is refused, as msgfmt
-    --check refuses it.
+    them), which msgfmt does check. A catalog without a header entry, an
+    empty header, and the .pot placeholder `nplurals=INTEGER;
+    plural=EXPRESSION;` are refused, as msgfmt --check refuses them; only a
+    template (a catalog named `*.pot`) may keep the placeholder, which
+    `translate_catalog` replaces with the language's rule.
     `translate_catalog` calls it before any work.
 
     Args:
@@ -297,8 +308,8 @@ def check_catalog(catalog):
 
     Raises:
         PoSyntaxError: the first problem, as `file:line: what`, at the line of
-            the entry's first msgstr (where msgfmt reports it).
-        ValueError: the header's Plural-Forms cannot be evaluated.
+            the entry's first msgstr (where msgfmt reports it; the header's
+            for its Plural-Forms, line 1 for a missing header).
 
     Example:
     >>> from keras_transformer.messages.po_file import parse_po
@@ -321,10 +332,9 @@ def catalog_problems(catalog):
     Yields:
         `(line, problem)`: the line of the entry's first msgstr, and msgfmt's
         message for a problem of the translation itself (a plural entry with
-        the wrong number of forms, or without a Plural-Forms, in our words).
-
-    Raises:
-        ValueError: the header's Plural-Forms cannot be evaluated.
+        the wrong number of forms, or without a Plural-Forms, in our words);
+        problems of the header (none, empty, a Plural-Forms msgfmt refuses)
+        in our words, at the header's msgstr line (line 1 without a header).
 
     Example:
     >>> from keras_transformer.messages.po_file import parse_po
@@ -334,13 +344,26 @@ def catalog_problems(catalog):
     """
     _require_po_file(catalog)
     header = catalog.header
-    if header is not None and not header.msgstr[0].partition("\0")[0]:
+    if header is None:
+        yield 1, ("the catalog has no header entry (msgid \"\" with its Content-Type; msgfmt "
+                  "--check: PO file header missing or invalid); create the catalog with xgettext "
+                  "or msginit")
+    elif not header.msgstr[0]:
         yield catalog.msgstr_line(header), ("the header entry is empty (msgfmt --check: PO file "
                                             "header missing or invalid); fill in its Content-Type")
     # A header with msgid_plural is a plural entry to msgfmt too: it needs the Plural-Forms.
     checked = [entry for entry in catalog.entries
                if is_checked(entry) or entry is header and _is_plural(entry)]
-    rule = _header_rule(catalog, needed=any(map(_is_plural, checked)))
+    try:
+        rule = _header_rule(catalog, needed=any(map(_is_plural, checked)))
+    except ValueError as error:  # msgfmt names the header's msgstr line
+        yield catalog.msgstr_line(header), str(error)
+        return
+    if _is_template_rule(catalog) and not catalog.name.lower().endswith(".pot"):
+        yield catalog.msgstr_line(header), (
+            "the header's Plural-Forms is the .pot placeholder 'nplurals=INTEGER; "
+            "plural=EXPRESSION;' (msgfmt --check: invalid nplurals value); fill in the "
+            "language's, e.g. 'Plural-Forms: nplurals=2; plural=(n != 1);'")
     for entry in checked:
         if _is_plural(entry) and rule is None:
             problem = ("a translated plural entry, but the header has no Plural-Forms; add one, "

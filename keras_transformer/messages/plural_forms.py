@@ -15,7 +15,10 @@ Example:
 """
 
 import dataclasses
+import functools
 import re
+
+import numpy as np
 
 _GETTEXT_ONE = "nplurals=1; plural=0;"
 _GETTEXT_TWO = "nplurals=2; plural=(n != 1);"
@@ -142,88 +145,148 @@ def plural_forms(language):
 
 _NPLURALS = re.compile(r"\bnplurals\s*=\s*([0-9]+)")
 _PLURAL = re.compile(r"\bplural\s*=\s*([^;]*)")
-_EXPRESSION_TOKEN = re.compile(r"[ \t]*(?:([0-9]+)|(n)|(\|\||&&|==|!=|<=|>=|[-+*/%<>!?:()]))")
+_EXPRESSION_TOKEN = re.compile(
+    r"[ \t]*(?:(?P<number>[0-9]+)|(?P<n>n)|(?P<operator>\|\||&&|==|!=|<=|>=|[-+*/%<>!?:()])"
+    r"|(?P<end>[;\n\0]|\Z)|(?P<other>.))", re.DOTALL)
 _CHECKED_COUNTS = range(1001)
 """The counts a rule is checked on and its forms described by, as msgfmt does (0 to 1000)."""
-_BINARY = [  # C precedence, loosest first
-    {"||": lambda a, b: int(bool(a) or bool(b))},
-    {"&&": lambda a, b: int(bool(a) and bool(b))},
-    {"==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b)},
-    {"<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
-     "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b)},
-    {"+": lambda a, b: (a + b) % 2**64, "-": lambda a, b: (a - b) % 2**64},
-    {"*": lambda a, b: (a * b) % 2**64, "/": lambda a, b: a // b, "%": lambda a, b: a % b},
-]
+_ULONG = 2**64  # gettext evaluates in unsigned long: 64 bits
+_NEGATIVE = 2**63  # msgfmt --check refuses a form that is negative as a long
+_STACK_LIMIT = 10000
+"""Bison's YYMAXDEPTH: plural.y's parser stack holds fewer states than this (one per symbol
+it holds, and one more), or gettext finds the expression invalid."""
+_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, ">": 4, "<=": 4, ">=": 4,
+               "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}  # C's, loosest first; '?:' is 0
+_ARITHMETIC = {
+    "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater, "<=": np.less_equal,
+    ">=": np.greater_equal, "+": np.add, "-": np.subtract, "*": np.multiply,
+    "/": np.floor_divide, "%": np.remainder,
+}
 
 
-class _Parser:
-    """Recursive descent over the C expression gettext accepts (its plural.y grammar)."""
-
-    def __init__(self, text):
-        self.text = text
-        self.tokens = []
-        position = 0
-        while position < len(text.rstrip(" \t")):
-            match = _EXPRESSION_TOKEN.match(text, position)
-            if not match:
-                raise ValueError(f"unexpected {text[position:].strip()[:10]!r}")
-            number, variable, operator = match.groups()
-            self.tokens.append(("number", int(number)) if number else
-                               ("n", None) if variable else ("op", operator))
-            position = match.end()
-        self.position = 0
-
-    def peek(self):
-        return self.tokens[self.position] if self.position < len(self.tokens) else (None, None)
-
-    def take(self, operator):
-        if self.peek() == ("op", operator):
-            self.position += 1
-            return True
-        return False
-
-    def parse(self):
-        node = self.conditional()
-        if self.position != len(self.tokens):
-            raise ValueError(f"unexpected {self.peek()[1]!r}")
-        return node
-
-    def conditional(self):
-        test = self.binary(0)
-        if not self.take("?"):
-            return test
-        then = self.conditional()
-        if not self.take(":"):
-            raise ValueError("'?' without ':'")
-        otherwise = self.conditional()
-        return lambda n: then(n) if test(n) else otherwise(n)
-
-    def binary(self, level):
-        if level == len(_BINARY):
-            return self.unary()
-        node = self.binary(level + 1)
-        while self.peek()[0] == "op" and self.peek()[1] in _BINARY[level]:
-            operation = _BINARY[level][self.tokens[self.position][1]]
-            self.position += 1
-            node = (lambda f, a, b: lambda n: f(a(n), b(n)))(operation, node, self.binary(level + 1))
-        return node
-
-    def unary(self):
-        if self.take("!"):
-            operand = self.unary()
-            return lambda n: int(not operand(n))
-        if self.take("("):
-            node = self.conditional()
-            if not self.take(")"):
-                raise ValueError("'(' without ')'")
-            return node
-        kind, value = self.peek()
-        self.position += 1
+def _tokens(text):
+    """(kind, value) of each token of a plural expression, as plural.y's yylex reads them:
+    spaces and tabs between them, `;`, a newline or a NUL ends it."""
+    position = 0
+    while True:
+        match = _EXPRESSION_TOKEN.match(text, position)
+        kind = match.lastgroup
+        if kind == "other":
+            raise ValueError(f"unexpected {text[match.start(kind):].strip()[:10]!r}")
         if kind == "number":
-            return lambda n: value
-        if kind == "n":
-            return lambda n: n
-        raise ValueError("an operand is missing" if kind is None else f"unexpected {value!r}")
+            yield kind, int(match.group(kind)) % _ULONG  # an unsigned long wraps
+        else:
+            yield kind, match.group(kind)
+        if kind == "end":
+            return
+        position = match.end()
+
+
+def _compile(text):
+    """The expression as a program in postfix order, read as plural.y's parser reads it: a
+    shift-reduce parser with C's precedences, whose stack (the symbols bison's holds) is
+    refused at bison's limit: 10,000 nested parentheses are too many for gettext.
+
+    Instructions: ("n",), ("number", value), ("!",), (operator,) of two operands, ("?:",)."""
+    program, stack = [], []  # stack: "exp", "(", "!", "?", ":", ")" or a binary operator
+
+    def push(symbol):
+        stack.append(symbol)
+        if len(stack) + 1 >= _STACK_LIMIT:
+            raise ValueError(f"nested too deeply: gettext's parser stack holds {_STACK_LIMIT} "
+                             "states")
+
+    for kind, value in _tokens(text):
+        if stack[-1:] != ["exp"]:  # an operand is expected
+            if kind in ("number", "n"):
+                program.append(("number", value) if kind == "number" else ("n",))
+                push("exp")
+            elif value in ("(", "!"):
+                push(value)
+            else:
+                raise ValueError("an operand is missing" if kind == "end" else f"unexpected {value!r}")
+            continue
+        if kind != "end" and (kind != "operator" or value in ("(", "!")):
+            raise ValueError(f"unexpected {value!r}")
+        while len(stack) > 1:  # reduce what the lookahead ends
+            below = stack[-2]
+            if below == "!":
+                program.append(("!",))
+                del stack[-2]
+            elif below in _PRECEDENCE and not _PRECEDENCE.get(value, 0) > _PRECEDENCE[below]:
+                program.append((below,))
+                del stack[-2:]
+            elif below == ":" and value not in _PRECEDENCE and value != "?":  # '?:' is right-associative
+                program.append(("?:",))
+                del stack[-4:]
+            else:
+                break
+        below = stack[-2] if len(stack) > 1 else None
+        if value in _PRECEDENCE or value == "?" or value == ":" and below == "?":
+            push(value)
+        elif value == ")" and below == "(":
+            push(value)
+            stack[-3:] = ["exp"]
+        elif kind == "end" and below is None:
+            return program
+        else:
+            raise ValueError({"(": "'(' without ')'", "?": "'?' without ':'"}.get(
+                below, "an operand is missing" if kind == "end" else f"unexpected {value!r}"))
+
+
+def _union(*masks):
+    """The counts any of the masks marks (None marks none)."""
+    masks = [mask for mask in masks if mask is not None]
+    return functools.reduce(np.logical_or, masks) if masks else None
+
+
+def _both(mask, faults):
+    return None if faults is None else mask & faults
+
+
+def _evaluate(program, counts):
+    """(values, faults) of a compiled expression for each count (a uint64 array), as
+    gettext's plural_eval gives them: unsigned 64-bit arithmetic, `&&`, `||` and `?:`
+    evaluating only what C does. faults: the counts for which it divides by zero (None:
+    none)."""
+    stack = []
+    with np.errstate(all="ignore"):  # unsigned arithmetic wraps, as in C
+        return _run(program, counts, stack)
+
+
+def _run(program, counts, stack):
+    for operator, *value in program:
+        if operator == "n":
+            stack.append((counts, None))
+        elif operator == "number":
+            stack.append((np.uint64(value[0]), None))
+        elif operator == "!":
+            operand, faults = stack.pop()
+            stack.append(((operand == 0).astype(np.uint64), faults))
+        elif operator == "?:":
+            (test, faults), (yes, yes_faults), (no, no_faults) = stack[-3:]
+            del stack[-3:]
+            true = test != 0
+            stack.append((np.where(true, yes, no).astype(np.uint64),
+                          _union(faults, _both(true, yes_faults), _both(~true, no_faults))))
+        else:
+            (left, faults), (right, right_faults) = stack[-2:]
+            del stack[-2:]
+            if operator in ("&&", "||"):
+                left = left != 0
+                taken = left if operator == "&&" else ~left  # the counts C evaluates right for
+                value = (left & (right != 0)) if operator == "&&" else (left | (right != 0))
+                stack.append((value.astype(np.uint64), _union(faults, _both(taken, right_faults))))
+                continue
+            zero = None
+            if operator in ("/", "%"):
+                zero = right == 0
+                right = np.where(zero, np.uint64(1), right).astype(np.uint64)
+                zero = zero if zero.any() else None
+            value = _ARITHMETIC[operator](left, right)
+            stack.append((np.asarray(value).astype(np.uint64), _union(faults, right_faults, zero)))
+    values, faults = stack.pop()
+    return np.broadcast_to(values, counts.shape), faults
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,20 +358,22 @@ class PluralRule:
         if nplurals < 1:
             raise ValueError(f"Plural-Forms {value!r} has no valid nplurals=N (N >= 1)")
         try:
-            evaluate = _Parser(expression).parse()
+            program = _compile(expression)
         except ValueError as error:
             raise ValueError(f"Plural-Forms {value!r}: its expression cannot be read ({error})") from None
-        forms = []
-        for n in _CHECKED_COUNTS:
-            try:
-                form = evaluate(n)
-            except ZeroDivisionError:
-                raise ValueError(f"Plural-Forms {value!r} divides by zero for n = {n}") from None
-            if form >= nplurals:
-                raise ValueError(f"Plural-Forms {value!r} gives form {form} for n = {n}, but "
-                                 f"nplurals={nplurals} allows 0 to {nplurals - 1}")
-            forms.append(form)
-        return cls(nplurals, expression, tuple(forms))
+        values, faults = _evaluate(program, np.arange(len(_CHECKED_COUNTS), dtype=np.uint64))
+        bad = _union(faults, values >= np.uint64(min(nplurals, _NEGATIVE)))
+        if bad is not None and bad.any():  # msgfmt stops at the first count that fails
+            n = int(np.argmax(bad))
+            form = int(values[n])
+            if faults is not None and np.broadcast_to(faults, values.shape)[n]:
+                raise ValueError(f"Plural-Forms {value!r} divides by zero for n = {n}")
+            if form >= _NEGATIVE:
+                raise ValueError(f"Plural-Forms {value!r} gives a negative form ({form - _ULONG}, "
+                                 f"as a C long) for n = {n}")
+            raise ValueError(f"Plural-Forms {value!r} gives form {form} for n = {n}, but "
+                             f"nplurals={nplurals} allows 0 to {nplurals - 1}")
+        return cls(nplurals, expression, tuple(int(form) for form in values))
 
     def form(self, n):
         """The form a count takes.
@@ -339,15 +404,14 @@ class PluralRule:
         high = min(high, low + 1000)
         if high <= 1000:
             return self.forms[low:high + 1].count(form)
-        evaluate = _Parser(self.expression).parse()
-
-        def takes(n):
-            try:
-                return evaluate(n) == form
-            except ZeroDivisionError:
-                return False
-
-        return sum(1 for n in range(low, high + 1) if takes(n))
+        if low > high:
+            return 0
+        values, faults = _evaluate(_compile(self.expression),
+                                   np.arange(low, high + 1, dtype=np.uint64))
+        taken = values == np.uint64(form)
+        if faults is not None:  # a count that divides by zero takes no form
+            taken &= ~faults
+        return int(np.count_nonzero(taken))
 
     def serves_only_one(self, form):
         """Whether exactly one count from 0 to 1000 takes this form (English's form 0 takes 1).

@@ -107,7 +107,8 @@ class PoSyntaxError(ValueError):
 
 @dataclasses.dataclass
 class PoEntry:
-    r"""One message of a catalog, as read (its values decoded).
+    r"""One message of a catalog, as read (its values decoded, and as msgfmt compiles them: a
+    NUL ends the string it is in, `msgid "a\\0b" "c"` is "ac").
 
     Args:
         msgctxt: the context, or None.
@@ -196,6 +197,12 @@ def _decode_string(body, charset, where):
         out.append(pending.decode(charset, "surrogateescape"))
     out.append(body[position:])
     return "".join(out)
+
+
+def _c_join(parts):
+    """The value of a keyword's strings as msgfmt reads them (po-gram-gen.y's
+    string_list_concat): each string up to its first NUL (`\\0`), joined."""
+    return "".join(part.partition("\0")[0] for part in parts)
 
 
 def _quote(value):
@@ -511,7 +518,7 @@ class _Reader:
         if not pending.last.startswith("msgstr"):
             missing = "msgstr" if pending.last != "msgctxt" else "msgid"
             self.error(pending.keywords, f"missing '{missing}' section")
-        fields = {key: "".join(parts) for key, (_, parts) in pending.fields.items()}
+        fields = {key: _c_join(parts) for key, (_, parts) in pending.fields.items()}
         plural = "msgid_plural" in fields
         if plural and not pending.plural:
             self.error(pending.fields["msgid_plural"][0], "missing 'msgstr[0]' section")
@@ -519,7 +526,7 @@ class _Reader:
             msgctxt=fields.get("msgctxt"),
             msgid=fields["msgid"],
             msgid_plural=fields.get("msgid_plural"),
-            msgstr=["".join(parts) for _, parts in pending.plural] if plural else [fields["msgstr"]],
+            msgstr=[_c_join(parts) for _, parts in pending.plural] if plural else [fields["msgstr"]],
             flags=tuple(pending.flags),
             obsolete=pending.obsolete,
             line=self.layout.physical(*pending.msgid_at)[0] + 1,
@@ -530,8 +537,7 @@ class _Reader:
         before = self.lines[pending.keywords][:pending.keywords_column]
         if before.strip() and not before.lstrip().startswith("#~"):
             entry._shared_column = pending.keywords_column
-        key = tuple(text if text is None else text.partition("\0")[0]  # C strings, as msgfmt
-                    for text in (entry.msgctxt, entry.msgid))
+        key = (entry.msgctxt, entry.msgid)
         if key in self.seen:
             self.error(pending.fields["msgid"][0], f"duplicate message definition (first defined on line "
                        f"{self.seen[key]})")

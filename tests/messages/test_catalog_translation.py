@@ -372,10 +372,19 @@ def test_header_plural_forms_win_over_the_table():
 
 @pytest.mark.parametrize("body", [None, SINGULAR_ONLY], ids=["plural-entries", "singular-only"])
 def test_template_plural_forms_are_replaced(body, tmp_path):
-    """msgfmt --check refuses the .pot placeholder even without plural entries."""
+    """msgfmt --check refuses the .pot placeholder even without plural entries: a template
+    (*.pot) gets the language's rule, a .po keeping the placeholder is refused as msgfmt
+    refuses it, at the header's msgstr line."""
     text = catalog_text(language="fr", plural_forms_value="nplurals=INTEGER; plural=EXPRESSION;",
                         body=body)
-    catalog = parse_po(text)
+    po = tmp_path / "copied.po"
+    po.write_text(text, encoding="utf-8")
+    check = subprocess.run([MSGFMT, "--check", "-o", os.devnull, str(po)], capture_output=True,
+                           text=True)
+    assert f"{po}:2: invalid nplurals value" in check.stderr
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(po))}:2: .*invalid nplurals value"):
+        translate_catalog(read_po(po), FakeTranslator(target_language="fr"))
+    catalog = parse_po(text, "fr.pot")
     translate_catalog(catalog, FakeTranslator(target_language="fr"))
     assert catalog.metadata["Plural-Forms"] == "nplurals=2; plural=(n > 1);"
     write_catalog(catalog, tmp_path / "fr.po")

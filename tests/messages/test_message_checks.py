@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from keras_transformer.messages.catalog_translation import catalog_problems
+from keras_transformer.messages.catalog_translation import check_catalog
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.format_strings import lisp
 from keras_transformer.messages.format_strings import scheme
@@ -19,6 +20,7 @@ from keras_transformer.messages.plural_forms import PluralRule
 from keras_transformer.messages.po_file import PoEntry
 from keras_transformer.messages.po_file import PoSyntaxError
 from keras_transformer.messages.po_file import parse_po
+from keras_transformer.messages.po_file import read_po
 
 MSGFMT = shutil.which("msgfmt") or "/usr/bin/msgfmt"
 HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
@@ -331,6 +333,60 @@ def test_the_headers_plural_rule_is_found_and_checked_as_msgfmt_does(tmp_path, h
     else:
         with pytest.raises(ValueError, match=refused):
             translate_catalog(parse_po(bare), _Untouched())
+
+
+def _msgfmt_verdict(path):
+    """(accepted, the line of msgfmt's first error or None)."""
+    run = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True,
+                         text=True, errors="replace")
+    line = re.search(rf"^{re.escape(str(path))}:(\d+): (?!warning)", run.stderr, re.M)
+    return run.returncode == 0, line and int(line.group(1))
+
+
+def _our_verdict(path):
+    """(accepted, the line of our error or None), as translate-po reads a catalog."""
+    try:
+        check_catalog(read_po(path))
+    except PoSyntaxError as error:
+        return False, int(re.match(rf"{re.escape(str(path))}:(\d+):", str(error)).group(1))
+    return True, None
+
+
+@pytest.mark.parametrize("expression", [
+    # plural.y's bison parser holds at most 9,999 states (YYMAXDEPTH 10000): one per
+    # parenthesis, `!`, and operand and operator still open, and one more.
+    "(" * 9995 + "n!=1" + ")" * 9995, "(" * 9996 + "n!=1" + ")" * 9996,
+    "n==0?0:" * 2499 + "1", "n==0?0:" * 2500 + "1",
+    "!" * 9994 + "(n!=1)", "!" * 9995 + "(n!=1)",
+    "0+(" * 3331 + "n!=1" + ")" * 3331, "0+(" * 3332 + "n!=1" + ")" * 3332,
+    "n" + "+n" * 20000 + "!=1",  # left-associative: each + is reduced at once
+    "18446744073709551617",  # an unsigned long wraps: 1
+    "n-1",  # negative as a long for n = 0
+])
+def test_a_deep_plural_expression_is_read_as_msgfmt_reads_it(tmp_path, expression):
+    """msgfmt refuses what overflows its parser's stack, with the header's line; we give the
+    same verdict and line, without recursion."""
+    path = tmp_path / "t.po"
+    path.write_text(f'{HEADER}"Plural-Forms: nplurals=2; plural={expression};\\n"\n',
+                    encoding="utf-8")
+    assert _our_verdict(path) == _msgfmt_verdict(path)
+
+
+@pytest.mark.parametrize("body", [
+    'msgid "a"\nmsgstr "b"\n',  # no header entry: msgfmt --check: PO file header missing
+    '#~ msgid ""\n#~ msgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "a"\nmsgstr "b"\n',
+    # a NUL ends the string it is in; the strings after it still count
+    'msgid ""\nmsgstr "\\0x"\n"Content-Type: text/plain; charset=UTF-8\\n"\n',
+    f'{HEADER}"X: \\0"\n"Plural-Forms: nplurals=2; plural=n/0;\\n"\n',
+    f'{HEADER}"Plural-Forms: nplurals=2; plural=n\\0/0;\\n"\n',
+    f'{HEADER}\nmsgid "a\\0x" "b"\nmsgstr "c"\n\nmsgid "ab"\nmsgstr "d"\n',
+    f'{HEADER}\nmsgid "a"\nmsgstr "\\0x" ""\n\nmsgid "a\\n"\nmsgstr "x\\0" "\\n"\n',
+])
+def test_a_catalog_without_header_and_nul_bytes_are_read_as_msgfmt_reads_them(tmp_path, body):
+    path = tmp_path / "t.po"
+    path.write_text(body, encoding="utf-8")
+    accepted, line = _msgfmt_verdict(path)
+    assert _our_verdict(path) == (accepted, line or (None if accepted else 1))
 
 
 @pytest.mark.parametrize("header,problem", [
