@@ -277,6 +277,9 @@ class _Reader:
         self.layout, self.lines = layout, layout.logical
         self.name, self.charset = name, charset
         self.undecodable = None  # a pattern of the bytes the charset could not decode, if any
+        # (logical line, column) where the charset starts to apply: msgfmt learns it from the
+        # header entry, and reads the file up to the end of that entry as bytes.
+        self.decoded_from = (0, 0)
         self.stop_at_header = stop_at_header  # stop reading once the header entry is read
         self.previous = None  # the `#|` lines being read, a `_Previous`
         self.entries = []
@@ -298,8 +301,9 @@ class _Reader:
     def read(self):
         for number, line in enumerate(self.lines):
             comment_at = self.line(number, line)
-            if self.undecodable is not None:  # msgfmt reads comments as bytes
-                bad = self.undecodable.search(line, 0, comment_at)
+            if self.undecodable is not None and number >= self.decoded_from[0]:
+                start = self.decoded_from[1] if number == self.decoded_from[0] else 0
+                bad = self.undecodable.search(line, start, comment_at)  # comments are bytes
                 if bad:
                     self.error(number, f"invalid multibyte sequence (the file is not "
                                f"{self.charset}, the charset its header declares)", bad.start())
@@ -627,7 +631,8 @@ _NON_ASCII = re.compile("[^\x00-\x7f]+")
 
 
 def _declared_charset(text, name):
-    """(the charset name the header declares or None, its 1-based line), found as msgfmt finds
+    """(the charset name the header declares or None, its 1-based line, where the header entry
+    ends: (its logical line, that line's text up to there) or None), found as msgfmt finds
     it (po-charset.c): `charset=` in the header entry's msgstr (its strings joined and their
     escapes read, so a name split across strings or lines counts), up to a space, tab or
     newline. The header is read from `text` (the file's bytes as Latin-1, or its text) up to its
@@ -637,15 +642,15 @@ def _declared_charset(text, name):
     try:
         header = next((entry for entry in reader.read() if entry.is_header), None)
     except PoSyntaxError:
-        return None, None
+        return None, None, None
     if header is None or "charset=" not in header.msgstr[0]:
-        return None, None
+        return None, None, None
     declared = re.split("[ \t\n]", header.msgstr[0].split("charset=", 1)[1], maxsplit=1)[0]
-    (first, _), (last, _) = header._msgstr
+    (first, _), (last, end) = header._msgstr
     lines = reader.layout.lines
     line = next((number for number in range(first, min(last + 1, len(lines)))
                  if "charset=" in lines[number]), first)
-    return declared, line + 1
+    return declared, line + 1, (last, reader.lines[last][:end])
 
 
 def _codec(charset):
@@ -681,13 +686,15 @@ def _decode_as_bytes(data, declared):
 
 
 def _decode(data, name):
-    """(text, codec, whether some bytes could not be decoded: kept as surrogate escapes)."""
+    """(text, codec, None when every byte decodes, else the logical (line, column) from which
+    a byte the charset cannot decode (kept as a surrogate escape) is refused: msgfmt reads the
+    file as bytes up to the end of the header entry, which names the charset)."""
     if data.startswith(codecs.BOM_UTF8):
         _refuse_byte_order_mark(name)
-    declared, line = _declared_charset(data.decode("latin-1"), name)
+    declared, line, header_end = _declared_charset(data.decode("latin-1"), name)
     portable = _PORTABLE_CHARSETS.get((declared or "").upper())
     if portable is None:
-        return (*_decode_as_bytes(data, declared), False)
+        return (*_decode_as_bytes(data, declared), None)
     charset = _codec(portable)
     if charset is None:  # msgfmt reads an ASCII file whatever its header calls the charset
         if not data.isascii():
@@ -695,9 +702,11 @@ def _decode(data, name):
                                 "and the file is not ASCII; convert it with msgconv -t UTF-8")
         charset = "ascii"
     try:
-        return data.decode(charset), charset, False
+        return data.decode(charset), charset, None
     except UnicodeDecodeError:
-        return data.decode(charset, "surrogateescape"), charset, True
+        end, before = header_end  # the header's text on its last line, as Latin-1
+        column = len(before.encode("latin-1").decode(charset, "surrogateescape"))
+        return data.decode(charset, "surrogateescape"), charset, (end, column)
 
 
 def parse_po(source, name="<string>"):
@@ -722,11 +731,11 @@ def parse_po(source, name="<string>"):
     ...
     keras_transformer.messages.po_file.PoSyntaxError: de.po:1:7: end-of-line within string
     """
-    undecodable = False
+    undecodable = None
     if isinstance(source, (bytes, bytearray)):
         text, charset, undecodable = _decode(bytes(source), name)
     elif isinstance(source, str):
-        declared, line = _declared_charset(source, name)
+        declared = _declared_charset(source, name)[0]
         portable = _PORTABLE_CHARSETS.get((declared or "").upper())
         charset = (portable and _codec(portable)) or "utf-8"
         text = source
@@ -736,8 +745,8 @@ def parse_po(source, name="<string>"):
         raise TypeError(f"source must be the catalog's str or bytes, got {type(source).__name__}.")
     layout = _Layout(text)
     reader = _Reader(layout, name, charset)
-    if undecodable:
-        reader.undecodable = _UNDECODED
+    if undecodable is not None:
+        reader.undecodable, reader.decoded_from = _UNDECODED, undecodable
     entries = reader.read()
     return PoFile(layout, entries, charset, name)
 

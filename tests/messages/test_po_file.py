@@ -382,6 +382,28 @@ def test_bytes_the_charset_cannot_decode_are_read_in_comments_only(tmp_path):
     assert b"# bad \xff comment\n" in out.read_bytes() and msgfmt_accepts(out)
 
 
+_HEAD = HEADER.encode()[:-2]  # the header entry, up to its last string's closing quote
+
+
+@pytest.mark.parametrize("data,refused_at", [
+    (b'msgid "a"\nmsgstr "\xff"\n\n' + HEADER.encode(), None),  # an entry before the header
+    (_HEAD.replace(b'msgstr ""', b'msgstr "\xff"') + b'\n\nmsgid "a"\nmsgstr ""\n', None),
+    (_HEAD + b'\n"X: \xff\\n"\n\nmsgid "a"\nmsgstr ""\n', None),  # the header's last string
+    (_HEAD + b'\n"X: \xff\\n"\nmsgid "\xff"\nmsgstr ""\n', "5:8"),  # after the header: UTF-8
+    (_HEAD + b' msgid "\xff"\nmsgstr ""\n', "3:52"),  # on the header's last line, after it
+])
+def test_the_charset_applies_after_the_header_entry_as_msgfmt_reads_it(tmp_path, data, refused_at):
+    """msgfmt learns the charset from the header entry: it reads the file up to that entry's
+    end as bytes, and decodes what follows."""
+    path = write(tmp_path, data)
+    assert msgfmt_accepts(path) == (refused_at is None)
+    if refused_at is None:
+        read_po(path)
+    else:
+        with pytest.raises(PoSyntaxError, match=rf"t\.po:{refused_at}: invalid multibyte sequence"):
+            read_po(path)
+
+
 def test_an_ascii_file_in_a_charset_python_lacks_is_read_as_ascii(tmp_path):
     path = write(tmp_path, HEADER.replace("UTF-8", "VISCII") + 'msgid "A"\nmsgstr ""\n')
     assert read_po(path).encoding == "ascii"
