@@ -372,7 +372,7 @@ def catalog_problems(catalog):
             problem = (f"{len(entry.msgstr)} plural forms, but the header's Plural-Forms says "
                        f"nplurals={rule.nplurals}")
         else:
-            problem = message_problem(entry, rule)
+            problem = message_problem(entry, rule, catalog.encoding)
         if problem:
             yield catalog.msgstr_line(entry), problem
 

@@ -45,6 +45,7 @@ None
 """
 
 import dataclasses
+import functools
 import re
 
 from keras_transformer.messages.format_strings.common import argument_number
@@ -560,9 +561,11 @@ def _kde_arguments(text):
     return numbers
 
 
-def _kuit_arguments(text):
-    """A KDE KUIT format string's arguments (format-kde-kuit.c): KDE's, in well-formed markup."""
-    problem = kuit.kuit_problem(text)
+def _kuit_arguments(text, encoding):
+    """A KDE KUIT format string's arguments (format-kde-kuit.c): KDE's, in well-formed markup
+    (libxml2 reads the string's bytes in the catalog's `encoding` as UTF-8, as msgfmt gives
+    them to it)."""
+    problem = kuit.kuit_problem(text, encoding)
     if problem:
         raise Invalid(problem)
     return _kde_arguments(text)
@@ -676,6 +679,7 @@ class _Language:
     pretty: str  # msgfmt's name of it in messages
     parse: object  # (text, translated) -> a description of its arguments; raises Invalid
     compare: object  # (msgid's, msgstr's, strict, (pretty msgid, pretty msgstr)) -> problem or None
+    bytes_matter: bool = False  # parse takes encoding=, the catalog's: it reads the bytes
 
 
 _LANGUAGES = {
@@ -695,7 +699,8 @@ _LANGUAGES = {
     "qt-plural": _Language("Qt plural", lambda text, translated: _qt_plural_arguments(text),
                            _compare_qt_plural),
     "kde": _Language("KDE", lambda text, translated: _kde_arguments(text), _compare_kde),
-    "kde-kuit": _Language("KDE KUIT", lambda text, translated: _kuit_arguments(text), _compare_kde),
+    "kde-kuit": _Language("KDE KUIT", lambda text, translated, encoding: _kuit_arguments(text, encoding),
+                          _compare_kde, bytes_matter=True),
     "perl-brace": _Language("Perl brace", lambda text, translated: _perl_brace_arguments(text),
                             _compare_perl_brace),
     "smalltalk": _Language("Smalltalk", lambda text, translated: _smalltalk_arguments(text),
@@ -795,18 +800,19 @@ def _newline_problem(entry):
     return None
 
 
-def _format_problem(entry, language, rule):
+def _format_problem(entry, language, rule, encoding):
     syntax = _LANGUAGES[language]
+    parse = functools.partial(syntax.parse, encoding=encoding) if syntax.bytes_matter else syntax.parse
     plural = entry.msgid_plural is not None
     pretty_msgid = "msgid_plural" if plural else "msgid"
     try:
-        wanted = syntax.parse(_c_string(entry.msgid_plural if plural else entry.msgid), False)
+        wanted = parse(_c_string(entry.msgid_plural if plural else entry.msgid), False)
     except Invalid:
         return None  # msgfmt checks translations only against a valid msgid
     for form, text in enumerate(entry.msgstr):
         pretty_msgstr = f"msgstr[{form}]" if plural else "msgstr"
         try:
-            found = syntax.parse(_c_string(text), True)
+            found = parse(_c_string(text), True)
         except Invalid as error:
             return (f"'{pretty_msgstr}' is not a valid {syntax.pretty} format string, unlike "
                     f"'{pretty_msgid}'. Reason: {error.args[0]}")
@@ -824,13 +830,15 @@ def is_checked(entry):
             and bool(entry.msgstr) and _c_string(entry.msgstr[0]) != "")
 
 
-def message_problem(entry, rule=None):
+def message_problem(entry, rule=None, encoding="utf-8"):
     """The first problem `msgfmt --check` finds in an entry's translation, in its words.
 
     Args:
         entry: a `PoEntry`.
         rule: the catalog's `PluralRule`, for a plural entry (None: msgfmt's
             default for a catalog without Plural-Forms, `n != 1`).
+        encoding: the catalog's (`PoFile.encoding`): KUIT markup is checked in
+            its bytes, which libxml2 reads as UTF-8.
 
     Returns:
         A one-line message, or None when msgfmt accepts the entry (or does not
@@ -843,7 +851,7 @@ def message_problem(entry, rule=None):
         language = flag[:-len("-format")]
         if language in _LANGUAGES and not problem:
             try:
-                problem = _format_problem(entry, language, rule)
+                problem = _format_problem(entry, language, rule, encoding)
             except Undefined:  # gettext's C code reads memory it never set: msgfmt's verdict is unknown
                 problem = None
     return problem

@@ -389,6 +389,17 @@ def test_a_catalog_without_header_and_nul_bytes_are_read_as_msgfmt_reads_them(tm
     assert _our_verdict(path) == (accepted, line or (None if accepted else 1))
 
 
+@pytest.mark.parametrize("charset", ["UTF-8", "ISO-8859-1"])
+def test_kuit_markup_is_checked_in_the_catalogs_bytes(tmp_path, charset):
+    """libxml2 reads the string's bytes as UTF-8, as msgfmt gives them: an é in an ISO-8859-1
+    catalog is not proper UTF-8."""
+    path = tmp_path / "t.po"
+    path.write_bytes((HEADER.replace("UTF-8", charset) + '\n#, kde-kuit-format\nmsgid "<b>%1</b>"\n'
+                      'msgstr "<b>é%1</b>"\n').encode(charset))
+    assert _our_verdict(path) == _msgfmt_verdict(path) == ((True, None) if charset == "UTF-8"
+                                                           else (False, 7))
+
+
 @pytest.mark.parametrize("header,problem", [
     ('msgid ""\nmsgstr ""\n', "the header entry is empty"),  # msgfmt: header missing or invalid
     ('#, fuzzy\nmsgid ""\nmsgstr ""\n', "the header entry is empty"),

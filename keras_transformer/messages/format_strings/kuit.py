@@ -47,14 +47,15 @@ def _is_reference(text, at):
     return end < len(text) and text[end] == ";"
 
 
-def kuit_problem(text):
-    """msgfmt's reason for refusing the markup of `text`, or None."""
+def kuit_problem(text, encoding="utf-8"):
+    """msgfmt's reason for refusing the markup of `text`, or None; libxml2 reads its bytes in
+    `encoding` (the catalog's) as UTF-8, as msgfmt gives them to it."""
     library = _libxml2()
     if library is None:
         return None
     body = "".join("&" if char == "&" and _is_reference(text, at) else "&amp;" if char == "&" else char
                    for at, char in enumerate(text))
-    document = f'<gt:kuit xmlns:gt="{_NAMESPACE}">{body}</gt:kuit>'.encode("utf-8", "surrogateescape")
+    document = f'<gt:kuit xmlns:gt="{_NAMESPACE}">{body}</gt:kuit>'.encode(encoding, "surrogateescape")
     parsed = library.xmlReadMemory(document, len(document), b"", None, _OPTIONS)
     if parsed:
         library.xmlFreeDoc(parsed)
