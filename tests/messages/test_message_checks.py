@@ -389,6 +389,23 @@ def test_a_catalog_without_header_and_nul_bytes_are_read_as_msgfmt_reads_them(tm
     assert _our_verdict(path) == (accepted, line or (None if accepted else 1))
 
 
+@pytest.mark.parametrize("flag,text", [
+    ("lisp-format", "~(" * 1000 + "~a" + "~)" * 1000),
+    ("lisp-format", "~[" * 1000 + "~a" + "~]" * 1000),
+    ("scheme-format", "~(" * 1000 + "~a" + "~)" * 1000),
+    ("java-format", "{0,choice,0#" * 300 + "x" + "}" * 300),
+])
+def test_deeply_nested_directives_end_cleanly(tmp_path, flag, text):
+    """Deeper than `MAX_NESTING` a string is invalid here, not a RecursionError: a msgid so
+    deep leaves its entry unchecked (msgfmt accepts these), a translation so deep under a
+    shallow msgid is refused in one line."""
+    path = tmp_path / "t.po"
+    path.write_text(f'{HEADER}\n#, {flag}\nmsgid "{text}"\nmsgstr "{text}"\n', encoding="utf-8")
+    assert _our_verdict(path) == _msgfmt_verdict(path) == (True, None)
+    entry = PoEntry(msgid="x", msgstr=[text], flags=(flag,))
+    assert "nests directives more than 100 levels deep" in message_problem(entry)
+
+
 @pytest.mark.parametrize("charset", ["UTF-8", "ISO-8859-1"])
 def test_kuit_markup_is_checked_in_the_catalogs_bytes(tmp_path, charset):
     """libxml2 reads the string's bytes as UTF-8, as msgfmt gives them: an é in an ISO-8859-1

@@ -11,6 +11,18 @@ class Invalid(Exception):
 ARGUMENT_NUMBER = re.compile(r"([0-9]+)\$")  # ASCII digits only, as in C
 DIGITS = re.compile(r"[0-9]*")
 UNTERMINATED = "The string ends in the middle of a directive."
+MAX_NESTING = 100
+"""How deep directives may nest here (Lisp's and Scheme's `~( ~[ ~{ ~<`, Java's choices):
+gettext's C parsers recurse without a limit of their own (msgfmt's stack ends them, tens of
+thousands of levels deep); these refuse deeper nesting as an invalid string, before Python's
+recursion limit."""
+
+
+def check_nesting(depth):
+    """Refuses a directive nested `depth` levels deep beyond `MAX_NESTING`."""
+    if depth > MAX_NESTING:
+        raise Invalid(f"The string nests directives more than {MAX_NESTING} levels deep, "
+                      "deeper than this check follows.")
 MIXES_NAMED = ("The string refers to arguments both through argument names and through "
                "unnamed argument specifications.")
 MIXES_NUMBERED = ("The string refers to arguments both through absolute argument numbers and "

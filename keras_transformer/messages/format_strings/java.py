@@ -6,6 +6,7 @@ import re
 
 from keras_transformer.messages.format_strings.common import bytes_view
 from keras_transformer.messages.format_strings.common import c_unsigned
+from keras_transformer.messages.format_strings.common import check_nesting
 from keras_transformer.messages.format_strings.common import compare_numbered
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import merging
@@ -53,12 +54,15 @@ class _Reader:
 class _Spec:
     def __init__(self):
         self.directives, self.pairs = 0, []
+        self.depth = 0  # how many message formats are open (a choice holds message formats)
 
     def refuse(self, reason):
         raise Invalid(f"In the directive number {self.directives}, {reason}.")
 
 
 def _message_format(text, spec):
+    spec.depth += 1
+    check_nesting(spec.depth)
     reader = _Reader(text)
     while True:
         if reader.unquoted("{"):
@@ -80,6 +84,7 @@ def _message_format(text, spec):
         elif not reader.at_end():
             reader.step()
         else:
+            spec.depth -= 1
             return
 
 

@@ -8,6 +8,7 @@ import dataclasses
 
 from keras_transformer.messages.format_strings import arglists as al
 from keras_transformer.messages.format_strings.common import bytes_view
+from keras_transformer.messages.format_strings.common import check_nesting
 from keras_transformer.messages.format_strings.common import conversion_error
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import UNTERMINATED
@@ -64,6 +65,7 @@ class _Spec:
 class _Parser:
     def __init__(self, text, dialect):
         self.text, self.at, self.dialect = text, 0, dialect
+        self.depth = 0  # how many parse_upto calls are open
 
     def char(self, offset=0):
         return self.text[self.at + offset:self.at + offset + 1]
@@ -107,6 +109,14 @@ class _Parser:
     def parse_upto(self, position, arglist, escape, spec, terminator, separator):
         """format-lisp.c's parse_upto: reads up to `terminator` (or the end: ""); gives
         (position, list, escape, separator: 0, 1 or 2 with colon)."""
+        self.depth += 1
+        check_nesting(self.depth)
+        try:
+            return self._parse_upto(position, arglist, escape, spec, terminator, separator)
+        finally:
+            self.depth -= 1
+
+    def _parse_upto(self, position, arglist, escape, spec, terminator, separator):
         dialect = self.dialect
         while self.char():
             self.at += 1
