@@ -1,7 +1,8 @@
 """Tiny models and calibration data for GPTQ and AWQ, quantized quickly and quietly.
 
 Shared by `tests/models/test_quantization.py` (what calibration does to a model) and
-`tests/reliability/test_cross_backend.py` (calibrated files loaded by the other backends).
+`tests/reliability/test_cross_backend.py` (calibrated files loaded by the other backends), with
+`quantized_layers`, which both (and that test's loader) read the quantized layers of a model by.
 Tiny models (d_model 16) keep Keras' column-by-column GPTQ loop short: JAX compiles each of its
 eager steps. A group of 16 weights spans a projection's whole input (two groups for a
 feed-forward output of d_ff 32).
@@ -82,3 +83,33 @@ def calibrate(model, mode, **overrides):
     with warnings.catch_warnings(), mock.patch("gc.collect", lambda *args: 0):
         warnings.simplefilter("ignore")
         model.quantize(mode, config=calibration_config(mode, **overrides))
+
+
+def quantized_layers(model, policies=False):
+    """The layers `model.quantize` changed: `{path: mode}`, each path without the model's name.
+
+    Keras' `quantize` turns a layer's `NotImplementedError` into a warning, so a mode that
+    quantizes nothing leaves a float model behind: this map says what did quantize.
+
+    Args:
+        model: a Keras model.
+        policies: map each path to the layer's dtype policy name (mode, bits and group size,
+            such as `"gptq/4/16_from_float32"`) instead of its mode. A layer built from a
+            `DTypePolicyMap` (a loaded or rebuilt model) holds the map, which gives its own
+            policy by path.
+
+    Returns:
+        `{"block_0/self_attention/qkv": "int8", ...}`, empty for a model not quantized.
+    """
+    quantized = {}
+    for layer in model._flatten_layers():
+        if layer.quantization_mode is None:
+            continue
+        value = layer.quantization_mode
+        if policies:
+            policy = layer.dtype_policy
+            if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+                policy = policy[layer.path]
+            value = policy.name
+        quantized[layer.path.split("/", 1)[-1]] = value
+    return quantized

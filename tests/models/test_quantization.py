@@ -17,6 +17,7 @@ from calibrated_zoo import CALIBRATION_IDS
 from calibrated_zoo import GROUP
 from calibrated_zoo import calibrate
 from calibrated_zoo import calibration_config
+from calibrated_zoo import quantized_layers
 from calibrated_zoo import tiny_llama
 from calibrated_zoo import tiny_translator
 
@@ -48,8 +49,8 @@ def _generate(model, inputs):
 
 def _dense_paths(model):
     """Every layer `quantize` can turn into integers or float8: the Dense projections and,
-    for int8 and int4, the tied token embedding."""
-    return {layer.path for layer in model._flatten_layers()
+    for int8 and int4, the tied token embedding (by path without the model's name)."""
+    return {layer.path.split("/", 1)[1] for layer in model._flatten_layers()
             if isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense, kt.layers.TokenEmbedding))}
 
 
@@ -61,8 +62,7 @@ def test_a_quantized_model_saves_and_loads_to_the_same_outputs(build, mode, tmp_
     inputs = _inputs(model, np.random.default_rng(0))
     before = ops.convert_to_numpy(model(inputs))
     model.quantize(mode)
-    quantized = {layer.path: layer.quantization_mode for layer in model._flatten_layers()
-                 if layer.quantization_mode is not None}
+    quantized = quantized_layers(model)
     expected_paths = _dense_paths(model)
     if mode == "float8":  # Keras quantizes no embedding to float8
         expected_paths = {p for p in expected_paths if not p.endswith("token_embedding")}
@@ -77,8 +77,7 @@ def test_a_quantized_model_saves_and_loads_to_the_same_outputs(build, mode, tmp_
     path = str(tmp_path / f"{mode}.keras")
     model.save(path)
     restored = keras.saving.load_model(path, safe_mode=True)
-    assert {layer.path: layer.quantization_mode for layer in restored._flatten_layers()
-            if layer.quantization_mode is not None} == quantized
+    assert quantized_layers(restored) == quantized
     np.testing.assert_allclose(ops.convert_to_numpy(restored(inputs)), logits, atol=1e-5, rtol=0)
     np.testing.assert_array_equal(_generate(restored, inputs), generated)
     # A loaded quantized model saves again (its layers were built from a DTypePolicyMap,
@@ -92,12 +91,10 @@ def test_a_dtype_policy_map_gives_each_sublayer_its_policy_by_path():
     reference = _decoder_only()
     paths = sorted(_dense_paths(reference))
     policy_map = keras.dtype_policies.DTypePolicyMap()
-    policy_map[paths[0]] = "int8_from_float32"
-    policy_map[paths[-1]] = "int4/128_from_float32"
+    policy_map[f"{reference.name}/{paths[0]}"] = "int8_from_float32"  # a map holds whole paths
+    policy_map[f"{reference.name}/{paths[-1]}"] = "int4/128_from_float32"
     model = kt.DecoderOnly.from_preset("llama_tiny", dtype=policy_map, name=reference.name)
-    quantized = {layer.path: layer.quantization_mode for layer in model._flatten_layers()
-                 if layer.quantization_mode is not None}
-    assert quantized == {paths[0]: "int8", paths[-1]: "int4"}
+    assert quantized_layers(model) == {paths[0]: "int8", paths[-1]: "int4"}
     # The configuration round-trips the map, so the file of such a model loads as it is.
     assert isinstance(keras.dtype_policies.deserialize(model.get_config()["dtype"]),
                       keras.dtype_policies.DTypePolicyMap)
@@ -132,19 +129,6 @@ def _block_projections(model):
             if isinstance(layer, keras.layers.Dense) and "block_" in layer.path}
 
 
-def _quantized_policies(model):
-    """`{path: policy name}` of the quantized layers; a layer built from a `DTypePolicyMap`
-    holds the map, which gives its own policy by path."""
-    policies = {}
-    for layer in model._flatten_layers():
-        if layer.quantization_mode is not None:
-            policy = layer.dtype_policy
-            if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
-                policy = policy[layer.path]
-            policies[layer.path] = policy.name
-    return policies
-
-
 @pytest.fixture(scope="module")
 def calibrated():
     """`(build, mode) -> quantized model, its inputs, float32 logits`, made once per module."""
@@ -170,8 +154,8 @@ def calibrated():
 def test_gptq_and_awq_quantize_every_block_projection_and_keep_the_logits(calibrated, build,
                                                                            mode):
     model, inputs, before = calibrated(build, mode)
-    policies = _quantized_policies(model)
-    assert set(policies) == {layer.path for layer in _block_projections(model).values()}
+    policies = quantized_layers(model, policies=True)
+    assert set(policies) == set(_block_projections(model))
     assert set(policies.values()) == {f"{mode}/4/{GROUP}_from_float32"}  # bits and group
     assert model.token_embedding.quantization_mode is None  # Keras calibrates blocks only
     assert "_decode_functions" not in model.__dict__  # generate compiles afresh
@@ -184,7 +168,7 @@ def test_gptq_and_awq_quantize_every_block_projection_and_keep_the_logits(calibr
     # The configuration keeps each layer's policy (mode, bits, group size) by path, so a model
     # rebuilt from it has the same quantized layers.
     rebuilt = type(model).from_config(model.get_config())
-    assert _quantized_policies(rebuilt) == policies
+    assert quantized_layers(rebuilt, policies=True) == policies
 
 
 @pytest.mark.parametrize("mode", CALIBRATED)
