@@ -21,6 +21,9 @@ translation exactly, whatever the model writes.
 
 - `po_file`: reads `.po` files as strictly as `msgfmt --check` (`read_po`,
   `parse_po`) and gives back every line it did not change, byte for byte.
+- `charsets`: decodes and encodes a catalog's text in its declared charset,
+  with Python's codec or, for one Python lacks (EUC-TW, VISCII, GEORGIAN-PS),
+  with glibc's iconv as msgfmt does.
 - `message_checks`: the checks `msgfmt --check` makes of each existing
   translation (directives of c-format, python-format, python-brace-format and
   sh-format entries as gettext compares them, newlines at both ends), in its

@@ -28,13 +28,13 @@ Example:
 (['OPEN'], ('fuzzy',))
 """
 
-import codecs
 import collections
 import dataclasses
 import os
 import re
 import secrets
 
+from keras_transformer.messages import charsets
 from keras_transformer.messages.message_checks import format_flags_in_effect
 from keras_transformer.messages.message_checks import is_checked
 from keras_transformer.messages.message_checks import message_problem
@@ -400,22 +400,21 @@ def _notes(translations):
 
 
 def _header_codec(catalog):
-    """The header's charset when Python knows it and the catalog was read in it, else None
-    (missing, `CHARSET`, unknown, or one msgfmt reads as bytes, as ISO-2022-JP)."""
+    """The header's charset when Python or glibc's iconv knows it and the catalog was read in
+    it, else None (missing, `CHARSET`, unknown, or one msgfmt reads as bytes, as ISO-2022-JP)."""
     match = _CHARSET.search(catalog.header_field("Content-Type") or "")
     if not match:
         return None
-    try:
-        codec = codecs.lookup(match.group(1)).name
-    except LookupError:
+    found = charsets.lookup(match.group(1))
+    if found is None:
         return None
-    return codec if codec == catalog.encoding else None
+    return found.name if found.name == catalog.encoding else None
 
 
 def _encodes(texts, encoding):
     try:
         for text in texts:
-            text.encode(encoding)
+            charsets.encode(text, encoding)
     except UnicodeEncodeError:
         return False
     return True
@@ -588,7 +587,7 @@ def catalog_bytes(catalog):
     """
     try:
         # surrogateescape: the bytes of comments the charset could not decode, as they were
-        return catalog.text().encode(catalog.encoding, "surrogateescape")
+        return charsets.encode(catalog.text(), catalog.encoding, "surrogateescape")
     except UnicodeEncodeError as error:
         raise ValueError(
             f"the catalog has text that {catalog.encoding} cannot hold ({error}); "

@@ -42,6 +42,8 @@ import dataclasses
 import os
 import re
 
+from keras_transformer.messages import charsets
+
 __all__ = ["PoEntry", "PoFile", "PoSyntaxError", "parse_po", "read_po"]
 
 _WIDTH = 79  # gettext's default page width (msgcat --width)
@@ -654,12 +656,11 @@ def _declared_charset(text, name):
 
 
 def _codec(charset):
-    """The Python codec of one of gettext's portable charsets; None when Python lacks it
-    (EUC-TW, VISCII, GEORGIAN-PS)."""
-    try:
-        return codecs.lookup(charset).name
-    except LookupError:
-        return None
+    """The name `charsets` converts one of gettext's portable charsets by: Python's codec's,
+    else the name glibc's iconv knows (EUC-TW, VISCII, GEORGIAN-PS, which Python lacks); None
+    when neither knows it (iconv on a C library without one)."""
+    found = charsets.lookup(charset)
+    return found.name if found is not None else None
 
 
 def _refuse_byte_order_mark(name):
@@ -670,17 +671,19 @@ def _refuse_byte_order_mark(name):
 def _decode_as_bytes(data, declared):
     """(text, codec) of a file msgfmt reads as bytes (no portable charset declared): the
     declared charset when Python reads the file's ASCII bytes with it as they are (ISO-8859-1
-    spelled `latin1`), else UTF-8 where the bytes are UTF-8 and the others kept as surrogate
+    spelled `latin1`), or glibc's iconv does and gives the same bytes back (ARMSCII-8, not
+    TCVN, which composes), else UTF-8 where the bytes are UTF-8 and the others kept as surrogate
     escapes (ISO-2022-JP, UTF-16 or CP037 on an ASCII file; 8-bit text without a charset)."""
     if data.isascii():
         return data.decode("ascii"), "ascii"
     try:
-        info = codecs.lookup(declared or "utf-8")
-        text = data.decode(info.name)
-        if (getattr(info, "_is_text_encoding", True)
-                and _NON_ASCII.sub("", text) == _NON_ASCII.sub("", data.decode("latin-1"))):
-            return text, info.name
-    except (LookupError, UnicodeError, ValueError):
+        found = charsets.lookup(declared or "utf-8")  # Python's codec, else glibc's iconv
+        text = found.decode(data)
+        if (getattr(codecs.lookup(found.codec), "_is_text_encoding", True) if found.codec
+                else found.encode(text) == data) and (
+                    _NON_ASCII.sub("", text) == _NON_ASCII.sub("", data.decode("latin-1"))):
+            return text, found.name
+    except (AttributeError, LookupError, UnicodeError, ValueError):  # AttributeError: not found
         pass
     return data.decode("utf-8", "surrogateescape"), "utf-8"
 
@@ -698,15 +701,16 @@ def _decode(data, name):
     charset = _codec(portable)
     if charset is None:  # msgfmt reads an ASCII file whatever its header calls the charset
         if not data.isascii():
-            raise PoSyntaxError(f"{name}:{line}: charset={declared} is one Python cannot decode, "
-                                "and the file is not ASCII; convert it with msgconv -t UTF-8")
+            raise PoSyntaxError(f"{name}:{line}: charset={declared} is one Python cannot decode "
+                                "(and this C library has no iconv for it), and the file is not "
+                                "ASCII; convert it with msgconv -t UTF-8")
         charset = "ascii"
     try:
-        return data.decode(charset), charset, None
+        return charsets.decode(data, charset), charset, None
     except UnicodeDecodeError:
         end, before = header_end  # the header's text on its last line, as Latin-1
-        column = len(before.encode("latin-1").decode(charset, "surrogateescape"))
-        return data.decode(charset, "surrogateescape"), charset, (end, column)
+        column = len(charsets.decode(before.encode("latin-1"), charset, "surrogateescape"))
+        return charsets.decode(data, charset, "surrogateescape"), charset, (end, column)
 
 
 def parse_po(source, name="<string>"):

@@ -386,6 +386,10 @@ CASES = [
      PoSyntaxError, r"^de\.po:1:1: syntax error: a byte-order mark"),
     ("po-not-its-charset", lambda: parse_po(_HEADER.encode() + b'msgid "\xff"\nmsgstr ""\n', "de.po"),
      PoSyntaxError, r"^de\.po:5:8: invalid multibyte sequence \(the file is not utf-8"),
+    ("po-not-its-charset-iconv",  # a charset Python lacks, read with glibc's iconv as msgfmt does
+     lambda: parse_po(_HEADER.replace("UTF-8", "EUC-TW").encode() + b'msgid "a"\nmsgstr "\xc4"\n',
+                      "de.po"),
+     PoSyntaxError, r"^de\.po:6:9: invalid multibyte sequence \(the file is not EUC-TW"),
     ("po-translation-lacks-a-directive",
      lambda: translate_catalog(parse_po(_HEADER + '#, c-format\nmsgid "%d files in %s"\n'
                                         'msgstr "%d Dateien"\n', "de.po"), _NoTranslator()),

@@ -7,6 +7,8 @@ import ctypes
 import ctypes.util
 import functools
 
+from keras_transformer.messages import charsets
+
 _NAMESPACE = "https://www.gnu.org/s/gettext/kde"
 _OPTIONS = 1 << 11 | 1 << 6 | 1 << 5 | 1 << 8  # XML_PARSE_NONET, NOWARNING, NOERROR, NOBLANKS
 
@@ -55,7 +57,8 @@ def kuit_problem(text, encoding="utf-8"):
         return None
     body = "".join("&" if char == "&" and _is_reference(text, at) else "&amp;" if char == "&" else char
                    for at, char in enumerate(text))
-    document = f'<gt:kuit xmlns:gt="{_NAMESPACE}">{body}</gt:kuit>'.encode(encoding, "surrogateescape")
+    document = charsets.encode(f'<gt:kuit xmlns:gt="{_NAMESPACE}">{body}</gt:kuit>', encoding,
+                               "surrogateescape")
     parsed = library.xmlReadMemory(document, len(document), b"", None, _OPTIONS)
     if parsed:
         library.xmlFreeDoc(parsed)
