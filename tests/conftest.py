@@ -46,3 +46,60 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter):
     for line in _SUMMARIES:
         terminalreporter.write_line(line)
+
+
+# The longest tests (seconds on a loaded 2-core machine, by node id prefix), started first.
+# `make test` spreads a run over two pytest-xdist workers with work stealing: the first half
+# of the collection goes to one worker, the second half to the other, and a worker that runs
+# out takes tests from the end of the other's queue. A long test that comes late in either
+# half keeps its worker busy while the other has nothing left to take. So each half starts
+# with every second file of this list, longest first (longest-processing-time-first
+# scheduling; a file's tests stay together); the tests themselves and what they check are
+# unchanged. Unlisted tests keep pytest's order.
+LONG_TESTS = {
+    "tests/distribution/test_cluster.py": 200,
+    "tests/reliability/test_cross_backend.py": 170,
+    "tests/examples/": 150,
+    "tests/messages/test_system_catalogs.py": 120,
+    "tests/benchmarks/": 100,
+    "tests/reliability/test_interruption.py::test_sigkill": 65,
+    "tests/training/test_convergence.py": 50,
+    "tests/reliability/test_properties.py::test_random_configuration": 45,
+    "tests/generation/test_decoding.py::test_a_model_quantized_after_decoding": 40,
+    "tests/test_install.py": 40,
+    "tests/test_docs.py": 35,
+    "tests/reliability/test_mixed_precision.py": 30,
+    "tests/generation/test_samplers.py::test_seeded_generate_is_pinned": 28,
+    "tests/test_cli.py::test_error_is_one_line": 25,
+    "tests/models/test_saved_files.py": 20,
+    "tests/test_cli.py::test_sigterm": 16,
+    "tests/test_cli.py::test_python_m_help": 14,
+    "keras_transformer/tasks/": 14,
+    "tests/tasks/test_adaptation.py": 14,
+    "tests/models/test_quantization.py::test_a_quantized_model_saves": 12,
+    "tests/generation/test_beam_search.py::test_alpha_changes": 12,
+    "tests/generation/test_beam_search.py::test_coverage_penalty": 11,
+    "tests/training/test_gpt_recipe.py": 10,
+    "tests/generation/test_decoding.py::test_encoder_decoder_cached": 10,
+}
+
+
+def _expected_seconds(item):
+    return max((seconds for prefix, seconds in LONG_TESTS.items()
+                if item.nodeid.startswith(prefix)), default=0)
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` has deselected: the halves of what runs
+def pytest_collection_modifyitems(config, items):
+    files = {}  # the long tests by file, in pytest's order: a file's tests stay together,
+    for item in items:  # so that a module-scoped fixture is made on one worker only
+        if _expected_seconds(item):
+            files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    if not files:
+        return
+    ranked = sorted(files.values(), key=lambda group: -max(map(_expected_seconds, group)))
+    first = [item for group in ranked[0::2] for item in group]
+    second = [item for group in ranked[1::2] for item in group]
+    short = [item for item in items if not _expected_seconds(item)]
+    cut = max(0, len(items) // 2 - len(first))  # where the second worker's half begins
+    items[:] = first + short[:cut] + second + short[cut:]
