@@ -407,9 +407,9 @@ _PHP_TYPES = {**dict.fromkeys("bduoxX", "integer"), **dict.fromkeys("ef", "float
               "c": "character", "s": "string"}
 
 
-def _php_arguments(text):
+def _php_arguments(text, encoding="utf-8"):
     """The arguments of a PHP format string (format-php.c): `%[n$][flags][width][.prec][l]c`."""
-    text, arguments, directive, at = bytes_view(text), Arguments(exclusive=False), 0, 0
+    text, arguments, directive, at = bytes_view(text, encoding), Arguments(exclusive=False), 0, 0
     while True:
         at = text.find("%", at) + 1
         if not at:
@@ -439,10 +439,10 @@ _JAVASCRIPT_TYPES = {"%": None, "c": "character", "s": "string", "f": "float", "
                      **dict.fromkeys("bdoxX", "integer")}
 
 
-def _javascript_arguments(text):
+def _javascript_arguments(text, encoding="utf-8"):
     """The arguments of a JavaScript format string (format-javascript.c):
     `%[n$][-+ 0I][width][.prec]c`; numbered and unnumbered ones do not mix."""
-    text, arguments, directive, at = bytes_view(text), Arguments(exclusive=True), 0, 0
+    text, arguments, directive, at = bytes_view(text, encoding), Arguments(exclusive=True), 0, 0
     while True:
         at = text.find("%", at) + 1
         if not at:
@@ -464,10 +464,10 @@ _LUA_TYPES = {"c": "character", "s": "string", "q": "escaped string",
               **dict.fromkeys("diouXx", "integer"), **dict.fromkeys("aAEefgG", "float")}
 
 
-def _lua_arguments(text):
+def _lua_arguments(text, encoding="utf-8"):
     """The arguments of a Lua format string (format-lua.c), numbered in order:
     `%[width][.prec]c`."""
-    text, kinds, at = bytes_view(text), [], 0
+    text, kinds, at = bytes_view(text, encoding), [], 0
     while True:
         at = text.find("%", at) + 1
         if not at:
@@ -621,10 +621,10 @@ def _smalltalk_arguments(text):
         at += 1
 
 
-def _csharp_arguments(text):
+def _csharp_arguments(text, encoding="utf-8"):
     """How many arguments a C# format string takes (format-csharp.c): one more than its highest
     `{n[,width][:format]}`; `{{` and `}}` are braces."""
-    text = bytes_view(text)
+    text = bytes_view(text, encoding)
     count, directive, at, end = 0, 0, 0, len(text)
     while at < end:
         char = text[at]
@@ -677,37 +677,43 @@ def _compare_counts(wanted, found, strict, pretty):
 @dataclasses.dataclass(frozen=True)
 class _Language:
     pretty: str  # msgfmt's name of it in messages
-    parse: object  # (text, translated) -> a description of its arguments; raises Invalid
+    parse: object  # (text, translated, encoding: the catalog's) -> a description of its arguments; raises Invalid
     compare: object  # (msgid's, msgstr's, strict, (pretty msgid, pretty msgstr)) -> problem or None
-    bytes_matter: bool = False  # parse takes encoding=, the catalog's: it reads the bytes
+
+
+def _text_only(parse):
+    """A `parse` of a language whose directives this module reads in the text's characters."""
+    return lambda text, translated, encoding: parse(text)
+
+
+def _in_bytes(parse):
+    """A `parse` of a language read in the catalog's bytes: `parse(text, encoding)`."""
+    return lambda text, translated, encoding: parse(text, encoding)
 
 
 _LANGUAGES = {
-    "c": _Language("C", _c_arguments, compare_positional),
-    "objc": _Language("Objective C", lambda text, translated: _c_arguments(text, translated, True),
+    "c": _Language("C", lambda text, translated, encoding: _c_arguments(text, translated),
+                   compare_positional),
+    "objc": _Language("Objective C",
+                      lambda text, translated, encoding: _c_arguments(text, translated, True),
                       compare_positional),
-    "python": _Language("Python", lambda text, translated: _python_arguments(text),
-                        _compare_python),
-    "python-brace": _Language("Python brace", lambda text, translated: _brace_arguments(text),
+    "python": _Language("Python", _text_only(_python_arguments), _compare_python),
+    "python-brace": _Language("Python brace", _text_only(_brace_arguments),
                               lambda a, b, strict, pretty: _compare_names(a, b, strict, pretty, True)),
-    "sh": _Language("Shell", lambda text, translated: _sh_arguments(text), _compare_names),
-    "php": _Language("PHP", lambda text, translated: _php_arguments(text), compare_numbered),
-    "javascript": _Language("JavaScript", lambda text, translated: _javascript_arguments(text),
+    "sh": _Language("Shell", _text_only(_sh_arguments), _compare_names),
+    "php": _Language("PHP", _in_bytes(_php_arguments), compare_numbered),
+    "javascript": _Language("JavaScript", _in_bytes(_javascript_arguments),
                             lambda a, b, strict, pretty: compare_numbered(a, b, strict, pretty, "any")),
-    "lua": _Language("Lua", lambda text, translated: _lua_arguments(text), _compare_lua),
-    "qt": _Language("Qt", lambda text, translated: _qt_arguments(text), _compare_qt),
-    "qt-plural": _Language("Qt plural", lambda text, translated: _qt_plural_arguments(text),
-                           _compare_qt_plural),
-    "kde": _Language("KDE", lambda text, translated: _kde_arguments(text), _compare_kde),
-    "kde-kuit": _Language("KDE KUIT", lambda text, translated, encoding: _kuit_arguments(text, encoding),
-                          _compare_kde, bytes_matter=True),
-    "perl-brace": _Language("Perl brace", lambda text, translated: _perl_brace_arguments(text),
-                            _compare_perl_brace),
-    "smalltalk": _Language("Smalltalk", lambda text, translated: _smalltalk_arguments(text),
-                           _compare_used),
-    "ycp": _Language("YCP", lambda text, translated: _smalltalk_arguments(text), _compare_used),
-    "csharp": _Language("C#", lambda text, translated: _csharp_arguments(text), _compare_counts),
-    **{language: _Language(pretty, lambda text, translated, parse=parse: parse(text), compare_numbered)
+    "lua": _Language("Lua", _in_bytes(_lua_arguments), _compare_lua),
+    "qt": _Language("Qt", _text_only(_qt_arguments), _compare_qt),
+    "qt-plural": _Language("Qt plural", _text_only(_qt_plural_arguments), _compare_qt_plural),
+    "kde": _Language("KDE", _text_only(_kde_arguments), _compare_kde),
+    "kde-kuit": _Language("KDE KUIT", _in_bytes(_kuit_arguments), _compare_kde),
+    "perl-brace": _Language("Perl brace", _text_only(_perl_brace_arguments), _compare_perl_brace),
+    "smalltalk": _Language("Smalltalk", _text_only(_smalltalk_arguments), _compare_used),
+    "ycp": _Language("YCP", _text_only(_smalltalk_arguments), _compare_used),
+    "csharp": _Language("C#", _in_bytes(_csharp_arguments), _compare_counts),
+    **{language: _Language(pretty, _in_bytes(parse), compare_numbered)
        for language, pretty, parse in [
            ("java-printf", "Java printf", printf.java_printf_arguments),
            ("perl", "Perl", printf.perl_arguments), ("tcl", "Tcl", printf.tcl_arguments),
@@ -716,16 +722,14 @@ _LANGUAGES = {
            ("elisp", "Emacs Lisp", printf.elisp_arguments),
            ("librep", "librep", printf.librep_arguments),
        ]},
-    "java": _Language("Java MessageFormat", lambda text, translated: java.java_arguments(text),
-                      java.compare_java),
-    "ruby": _Language("Ruby", lambda text, translated: ruby.ruby_arguments(text), ruby.compare_ruby),
-    "gcc-internal": _Language("GCC internal", lambda text, translated: gcc.gcc_internal_arguments(text),
+    "java": _Language("Java MessageFormat", _in_bytes(java.java_arguments), java.compare_java),
+    "ruby": _Language("Ruby", _in_bytes(ruby.ruby_arguments), ruby.compare_ruby),
+    "gcc-internal": _Language("GCC internal", _in_bytes(gcc.gcc_internal_arguments),
                               gcc.compare_gcc_internal),
-    "gfc-internal": _Language("GFC internal", lambda text, translated: gcc.gfc_internal_arguments(text),
+    "gfc-internal": _Language("GFC internal", _in_bytes(gcc.gfc_internal_arguments),
                               gcc.compare_gfc_internal),
-    "lisp": _Language("Lisp", lambda text, translated: lisp.lisp_arguments(text), compare_lists),
-    "scheme": _Language("Scheme", lambda text, translated: scheme.scheme_arguments(text),
-                        compare_lists),
+    "lisp": _Language("Lisp", _in_bytes(lisp.lisp_arguments), compare_lists),
+    "scheme": _Language("Scheme", _in_bytes(scheme.scheme_arguments), compare_lists),
 }
 _FORMAT_FLAG = re.compile(r"(no-|possible-|impossible-)?(.+)-format")
 _RANGE = re.compile(r"([0-9]+)\.\.([0-9]+)")
@@ -802,17 +806,17 @@ def _newline_problem(entry):
 
 def _format_problem(entry, language, rule, encoding):
     syntax = _LANGUAGES[language]
-    parse = functools.partial(syntax.parse, encoding=encoding) if syntax.bytes_matter else syntax.parse
+    parse = functools.partial(syntax.parse, encoding=encoding)
     plural = entry.msgid_plural is not None
     pretty_msgid = "msgid_plural" if plural else "msgid"
     try:
-        wanted = parse(_c_string(entry.msgid_plural if plural else entry.msgid), False)
+        wanted = parse(_c_string(entry.msgid_plural if plural else entry.msgid), translated=False)
     except Invalid:
         return None  # msgfmt checks translations only against a valid msgid
     for form, text in enumerate(entry.msgstr):
         pretty_msgstr = f"msgstr[{form}]" if plural else "msgstr"
         try:
-            found = parse(_c_string(text), True)
+            found = parse(_c_string(text), translated=True)
         except Invalid as error:
             return (f"'{pretty_msgstr}' is not a valid {syntax.pretty} format string, unlike "
                     f"'{pretty_msgid}'. Reason: {error.args[0]}")
@@ -837,12 +841,14 @@ def message_problem(entry, rule=None, encoding="utf-8"):
         entry: a `PoEntry`.
         rule: the catalog's `PluralRule`, for a plural entry (None: msgfmt's
             default for a catalog without Plural-Forms, `n != 1`).
-        encoding: the catalog's (`PoFile.encoding`): KUIT markup is checked in
-            its bytes, which libxml2 reads as UTF-8.
+        encoding: the catalog's (`PoFile.encoding`): format strings are read in
+            its bytes, as msgfmt reads them (a BIG5 character's second byte
+            can be a `~` or a `{`; libxml2 reads KUIT markup's bytes as UTF-8).
 
     Returns:
         A one-line message, or None when msgfmt accepts the entry (or does not
-        check it: see `is_checked`).
+        check it: see `is_checked`). A format string `encoding` cannot hold
+        (the catalog cannot be written so) is a problem too, in our words.
     """
     if not is_checked(entry) or _c_string(entry.msgid) == "":
         return None
@@ -854,4 +860,8 @@ def message_problem(entry, rule=None, encoding="utf-8"):
                 problem = _format_problem(entry, language, rule, encoding)
             except Undefined:  # gettext's C code reads memory it never set: msgfmt's verdict is unknown
                 problem = None
+            except UnicodeEncodeError as error:
+                problem = (f"the {flag} string has a character {encoding} cannot hold "
+                           f"({error.object[error.start:error.end]!r}); the catalog cannot be "
+                           "written in its charset")
     return problem

@@ -396,14 +396,60 @@ def test_a_catalog_without_header_and_nul_bytes_are_read_as_msgfmt_reads_them(tm
     ("java-format", "{0,choice,0#" * 300 + "x" + "}" * 300),
 ])
 def test_deeply_nested_directives_end_cleanly(tmp_path, flag, text):
-    """Deeper than `MAX_NESTING` a string is invalid here, not a RecursionError: a msgid so
-    deep leaves its entry unchecked (msgfmt accepts these), a translation so deep under a
-    shallow msgid is refused in one line."""
+    """Deeper than `MAX_NESTING` a string leaves its entry unchecked (msgfmt's verdict is not
+    known here), not a RecursionError; msgfmt accepts these."""
     path = tmp_path / "t.po"
     path.write_text(f'{HEADER}\n#, {flag}\nmsgid "{text}"\nmsgstr "{text}"\n', encoding="utf-8")
     assert _our_verdict(path) == _msgfmt_verdict(path) == (True, None)
     entry = PoEntry(msgid="x", msgstr=[text], flags=(flag,))
-    assert "nests directives more than 100 levels deep" in message_problem(entry)
+    assert message_problem(entry) is None
+
+
+@pytest.mark.parametrize("flag,msgid,msgstr", [
+    ("lisp-format", "~a", "~(" * 101 + "~a" + "~)" * 101),
+    ("scheme-format", "~a", "~(" * 101 + "~a" + "~)" * 101),
+    ("java-format", "{0,choice,0#x}", "{0,choice,0#" * 101 + "x" + "}" * 101),
+])
+def test_a_translation_nested_a_little_deeper_than_the_limit_is_not_refused(tmp_path, flag, msgid,
+                                                                           msgstr):
+    """msgfmt accepts these (101 levels): they are not refused as invalid here."""
+    path = tmp_path / "t.po"
+    path.write_text(f'{HEADER}\n#, {flag}\nmsgid "{msgid}"\nmsgstr "{msgstr}"\n',
+                    encoding="utf-8")
+    assert _our_verdict(path) == _msgfmt_verdict(path) == (True, None)
+
+
+@pytest.mark.parametrize("charset,flag,msgid,msgstr", [
+    ("BIG5", "lisp-format", "~a", b"~a \xa4\x7e"),  # 才: its second byte is `~`
+    ("BIG5", "java-format", "{0}", b"{0} \xa4\x7b"),  # its second byte is `{`
+    ("BIG5", "java-format", "{0}", b"{0} \xa4\x7d"),  # `}`
+    ("SHIFT_JIS", "csharp-format", "{0}", b"{0} \x83\x7b"),  # ボ
+    ("SHIFT_JIS", "lisp-format", "~a", b"~a \x83\x7e"),
+    ("GBK", "scheme-format", "~a", b"~a \x81\x7e"),
+    ("BIG5", "lisp-format", "~a", b"~a \xa4\x40"),  # 一: nothing ASCII-like
+    ("BIG5", "ruby-format", "%s", b"%s \xa4\x7b"),
+    ("SHIFT_JIS", "perl-format", "%s", b"%s \x83\x5c"),
+])
+def test_format_strings_are_read_in_the_catalogs_bytes(tmp_path, charset, flag, msgid, msgstr):
+    """msgfmt reads a format string's bytes in the catalog's charset, where a double-byte
+    character's second byte can be a `~`, `{` or `}`: as msgfmt does, in every such charset."""
+    path = tmp_path / "t.po"
+    path.write_bytes(HEADER.replace("UTF-8", charset).encode("ascii")
+                     + f'\n#, {flag}\nmsgid "{msgid}"\nmsgstr "'.encode("ascii") + msgstr + b'"\n')
+    assert _our_verdict(path) == _msgfmt_verdict(path)
+
+
+def test_a_format_string_the_catalogs_charset_cannot_hold_is_refused_in_one_line():
+    """A kde-kuit-format (or any format) translation with a character the catalog's charset
+    lacks (a catalog built in memory): a PoSyntaxError naming it, not a UnicodeEncodeError."""
+    for flag, msgid in (("kde-kuit-format", "<b>%1</b>"), ("lisp-format", "~a")):
+        catalog = parse_po((HEADER.replace("UTF-8", "ISO-8859-1")
+                            + f'\n#, {flag}\nmsgid "{msgid}"\nmsgstr "{msgid}"\n').encode("ascii"),
+                           "t.po")
+        catalog.entries[-1].msgstr[0] = msgid + " €"
+        with pytest.raises(PoSyntaxError, match=f"t.po:7: the {flag} string has a character "
+                                                "iso8859-1 cannot hold"):
+            check_catalog(catalog)
 
 
 @pytest.mark.parametrize("charset", ["UTF-8", "ISO-8859-1"])

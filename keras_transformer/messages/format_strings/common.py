@@ -3,6 +3,9 @@ through, the numbering of printf-like arguments and the comparison of numbered a
 
 import re
 
+from keras_transformer.messages import charsets
+from keras_transformer.messages.format_strings.arglists import Undefined
+
 
 class Invalid(Exception):
     """A string that is not a valid format string; the argument is gettext's reason."""
@@ -13,16 +16,15 @@ DIGITS = re.compile(r"[0-9]*")
 UNTERMINATED = "The string ends in the middle of a directive."
 MAX_NESTING = 100
 """How deep directives may nest here (Lisp's and Scheme's `~( ~[ ~{ ~<`, Java's choices):
-gettext's C parsers recurse without a limit of their own (msgfmt's stack ends them, tens of
-thousands of levels deep); these refuse deeper nesting as an invalid string, before Python's
-recursion limit."""
+gettext's C parsers recurse without a limit of their own (msgfmt accepts such strings, up to
+its stack, tens of thousands of levels deep); these stop before Python's recursion limit and
+leave the entry unchecked (`arglists.Undefined`: msgfmt's verdict is not known here)."""
 
 
 def check_nesting(depth):
-    """Refuses a directive nested `depth` levels deep beyond `MAX_NESTING`."""
+    """Gives up (`Undefined`) on a directive nested `depth` levels deep beyond `MAX_NESTING`."""
     if depth > MAX_NESTING:
-        raise Invalid(f"The string nests directives more than {MAX_NESTING} levels deep, "
-                      "deeper than this check follows.")
+        raise Undefined(f"directives nested more than {MAX_NESTING} levels deep")
 MIXES_NAMED = ("The string refers to arguments both through argument names and through "
                "unnamed argument specifications.")
 MIXES_NUMBERED = ("The string refers to arguments both through absolute argument numbers and "
@@ -47,9 +49,15 @@ def c_order(name):
     return name.encode("utf-8", "surrogateescape")
 
 
-def bytes_view(text):
-    """The text as gettext's C parsers step through it: one character per UTF-8 byte."""
-    return text.encode("utf-8", "surrogateescape").decode("latin-1")
+def bytes_view(text, encoding="utf-8"):
+    """The text as gettext's C parsers step through it: one character per byte of it in
+    `encoding`, the catalog's (msgfmt checks the catalog's bytes, where a BIG5 or SHIFT_JIS
+    character's second byte can be a `~`, `{` or `\\`).
+
+    Raises:
+        UnicodeEncodeError: `encoding` cannot hold the text.
+    """
+    return charsets.encode(text, encoding, "surrogateescape").decode("latin-1")
 
 
 def scan_directives(text, parse_directive):

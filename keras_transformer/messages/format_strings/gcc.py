@@ -34,10 +34,10 @@ _GCC_TYPES = {"c": "char", "s": "string", "i": "integer", "d": "integer", "o": "
 _GCC_FLAGS = {"q": 1, "l": 2, "w": 1, "+": 1, "#": 1}  # how often each may be given
 
 
-def gcc_internal_arguments(text):
+def gcc_internal_arguments(text, encoding="utf-8"):
     """`%%`, `%<`, `%>`, `%'`, `%m`, or `%[m$][flags]c`, `%[m$].NNNs`, `%[m$].*[(m-1)$]s`;
     numbered and unnumbered arguments do not mix."""
-    text, arguments, uses_errno = bytes_view(text), Arguments(exclusive=True), []
+    text, arguments, uses_errno = bytes_view(text, encoding), Arguments(exclusive=True), []
 
     def directive(at, directive):
         char = text[at:at + 1]
@@ -112,10 +112,10 @@ _GFC_TYPES = {"C": "void", "L": "locus", "c": "char", "s": "string"}
 _GFC_INTEGERS = {"i": "integer", "d": "integer", "u": "unsigned"}
 
 
-def gfc_internal_arguments(text):
+def gfc_internal_arguments(text, encoding="utf-8"):
     """`%%`, or `%[m$]c` where `m$` sets the current argument; all arguments up to the
     highest used."""
-    text, pairs, current = bytes_view(text), [], [1]
+    text, pairs, current = bytes_view(text, encoding), [], [1]
 
     def directive(at, directive):
         if text[at:at + 1] == "%":

@@ -175,9 +175,9 @@ def _choice_format(text, spec):
         reader.step()
 
 
-def java_arguments(text):
+def java_arguments(text, encoding="utf-8"):
     spec = _Spec()
-    _message_format(bytes_view(text), spec)
+    _message_format(bytes_view(text, encoding), spec)
     return typed_arguments(spec.pairs, merging("object"))
 
 

@@ -373,9 +373,9 @@ def _check_params(arglist, params, types, directive):
     return arglist
 
 
-def parse_arguments(text, dialect):
+def parse_arguments(text, dialect, encoding="utf-8"):
     """format_parse: the normalized argument list constraints of a format string."""
-    parser = _Parser(bytes_view(text), dialect)
+    parser = _Parser(bytes_view(text, encoding), dialect)
     _, arglist, escape, _ = parser.parse_upto(0, al.make_unconstrained_list(), None, _Spec(), "",
                                               False)
     arglist = al.union(arglist, escape)  # ~^ at the top
@@ -385,5 +385,5 @@ def parse_arguments(text, dialect):
     return arglist
 
 
-def lisp_arguments(text):
-    return parse_arguments(text, _COMMON_LISP)
+def lisp_arguments(text, encoding="utf-8"):
+    return parse_arguments(text, _COMMON_LISP, encoding)

@@ -27,10 +27,10 @@ _FLAGS = re.compile(r"[-+ #0]*")
 _PERL_WIDTH = re.compile(r"(?:[1-9][0-9]*)?")
 
 
-def _printf_arguments(text, parse_directive, arguments):
+def _printf_arguments(text, parse_directive, arguments, encoding):
     """The types of `arguments` after `parse_directive(text, at, directive, arguments)` has
     read each directive of the byte view of `text`."""
-    text = bytes_view(text)
+    text = bytes_view(text, encoding)
     scan_directives(text, lambda at, directive: parse_directive(text, at, directive, arguments))
     return arguments.types()
 
@@ -92,8 +92,8 @@ def _java_printf_directive(text, at, directive, arguments):
     return at + 1
 
 
-def java_printf_arguments(text):
-    return _printf_arguments(text, _java_printf_directive, _JavaArguments(exclusive=False))
+def java_printf_arguments(text, encoding="utf-8"):
+    return _printf_arguments(text, _java_printf_directive, _JavaArguments(exclusive=False), encoding)
 
 
 # --- Perl (format-perl.c): `%[m$][flags][vector][width][.precision][size]c`; numbered
@@ -146,8 +146,8 @@ def _perl_directive(text, at, directive, arguments):
     return at + 1
 
 
-def perl_arguments(text):
-    return _printf_arguments(text, _perl_directive, Arguments(exclusive=False))
+def perl_arguments(text, encoding="utf-8"):
+    return _printf_arguments(text, _perl_directive, Arguments(exclusive=False), encoding)
 
 
 # --- awk (format-awk.c) and Boost (format-boost.c): C's directives, where numbered and
@@ -167,8 +167,8 @@ def _awk_directive(text, at, directive, arguments):
     return at + 1
 
 
-def awk_arguments(text):
-    return _printf_arguments(text, _awk_directive, Arguments(exclusive=True))
+def awk_arguments(text, encoding="utf-8"):
+    return _printf_arguments(text, _awk_directive, Arguments(exclusive=True), encoding)
 
 
 _BOOST_FLAGS = re.compile(r"[-+ #0'_=hl]*")
@@ -217,8 +217,9 @@ def _boost_directive(text, at, directive, arguments):
     return at
 
 
-def boost_arguments(text):
-    return _printf_arguments(text, _boost_directive, Arguments(exclusive=True, merge=merging("any")))
+def boost_arguments(text, encoding="utf-8"):
+    return _printf_arguments(text, _boost_directive,
+                             Arguments(exclusive=True, merge=merging("any")), encoding)
 
 
 # --- Object Pascal (format-pascal.c): `%[index:][-][width][.precision]c` with 0-based
@@ -228,8 +229,8 @@ _PASCAL_TYPES = {**dict.fromkeys("dux", "integer"), **dict.fromkeys("efgnm", "fl
                  "s": "string", "p": "pointer"}
 
 
-def pascal_arguments(text):
-    text, pairs, count = bytes_view(text), [], [0]
+def pascal_arguments(text, encoding="utf-8"):
+    text, pairs, count = bytes_view(text, encoding), [], [0]
 
     def unnumbered(kind):
         pairs.append((count[0], kind))
@@ -273,11 +274,11 @@ _LIBREP_TYPES = {"%": None, "c": "character", **dict.fromkeys("dxXo", "integer")
                  "s": "object pretty", "S": "object"}
 
 
-def _current_numbered(text, flags, stars, types, tcl=False):
+def _current_numbered(text, flags, stars, types, tcl=False, encoding="utf-8"):
     """The arguments of a string whose `%m$` moves the current argument (`stars`: a width
     and a precision may be `*`; `tcl`: `%%` is text, `m$` may not be 0, numbered and
     unnumbered directives do not mix, and `h` makes an integer short)."""
-    text, pairs, current, seen = bytes_view(text), [], [1], set()
+    text, pairs, current, seen = bytes_view(text, encoding), [], [1], set()
 
     def add(kind):
         pairs.append((current[0], kind))
@@ -308,13 +309,13 @@ def _current_numbered(text, flags, stars, types, tcl=False):
     return typed_arguments(pairs)
 
 
-def tcl_arguments(text):
-    return _current_numbered(text, _FLAGS, True, _TCL_TYPES, tcl=True)
+def tcl_arguments(text, encoding="utf-8"):
+    return _current_numbered(text, _FLAGS, True, _TCL_TYPES, tcl=True, encoding=encoding)
 
 
-def elisp_arguments(text):
-    return _current_numbered(text, _FLAGS, True, _ELISP_TYPES)
+def elisp_arguments(text, encoding="utf-8"):
+    return _current_numbered(text, _FLAGS, True, _ELISP_TYPES, encoding=encoding)
 
 
-def librep_arguments(text):
-    return _current_numbered(text, re.compile(r"[-^0+ ]*"), False, _LIBREP_TYPES)
+def librep_arguments(text, encoding="utf-8"):
+    return _current_numbered(text, re.compile(r"[-^0+ ]*"), False, _LIBREP_TYPES, encoding=encoding)

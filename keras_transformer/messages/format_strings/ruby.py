@@ -44,8 +44,8 @@ def _text(name):
     return name.encode("latin-1").decode("utf-8", "surrogateescape")
 
 
-def ruby_arguments(text):
-    text = bytes_view(text)
+def ruby_arguments(text, encoding="utf-8"):
+    text = bytes_view(text, encoding)
     named, numbered, unnumbered = [], [], []
 
     def directive(at, directive):

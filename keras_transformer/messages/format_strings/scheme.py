@@ -24,5 +24,5 @@ SCHEME = {
 _SCHEME = Dialect(SCHEME, "?Kk", True, False)
 
 
-def scheme_arguments(text):
-    return parse_arguments(text, _SCHEME)
+def scheme_arguments(text, encoding="utf-8"):
+    return parse_arguments(text, _SCHEME, encoding)
