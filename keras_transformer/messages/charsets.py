@@ -35,6 +35,13 @@ _UTF32 = b"UTF-32LE"  # iconv's side of the conversion: 4 bytes a character, no 
 _CHUNK = 1 << 20  # the most bytes of output one iconv call writes
 _ESCAPED = re.compile("[\udc80-\udcff]+")  # bytes kept as surrogate escapes
 _ERRORS = ("strict", "surrogateescape")
+_ICONV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
+"""The names asked of iconv: glibc normalizes others (" ", ",", "//TRANSLIT" suffixes) into
+names that mean something else, the empty one the locale's charset."""
+_PLATFORM_NAMES = frozenset({"WCHAR_T", "INTERNAL", "UNICODE", "UCS-4", "UCS4", "UCS-2", "UCS2"})
+"""glibc's names of its internal charset and of charsets whose byte order is the machine's
+(or read from a byte-order mark): not a catalog's charset; unknown, as msgfmt leaves a
+charset it does not know."""
 
 
 class _Iconv:
@@ -62,27 +69,31 @@ class _Iconv:
         """Converts `data` with `handle`; returns the output's pieces. `on_error(errno, offset)`
         is called where iconv stops at an invalid (EILSEQ) or incomplete (EINVAL) sequence
         starting at byte `offset` of `data`; it raises, or returns the output to put there and
-        how many bytes to skip."""
+        how many bytes to skip. One output buffer serves every call (a larger one when
+        nothing fits in it)."""
         source = ctypes.create_string_buffer(bytes(data), len(data) or 1)
         in_pointer, in_left = ctypes.c_void_p(ctypes.addressof(source)), ctypes.c_size_t(len(data))
         size, pieces, failed = min(4 * len(data) + 64, _CHUNK), [], ctypes.c_size_t(-1).value
+        target = ctypes.create_string_buffer(size)
+        out_pointer, out_left = ctypes.c_void_p(), ctypes.c_size_t()
         while True:
-            target = ctypes.create_string_buffer(size)
-            out_pointer, out_left = ctypes.c_void_p(ctypes.addressof(target)), ctypes.c_size_t(size)
+            out_pointer.value, out_left.value = ctypes.addressof(target), size
             flushing = in_left.value == 0  # then iconv writes the shift state's reset, if any
             ctypes.set_errno(0)
             result = self.convert(handle, None if flushing else ctypes.byref(in_pointer),
                                   None if flushing else ctypes.byref(in_left),
                                   ctypes.byref(out_pointer), ctypes.byref(out_left))
             code = ctypes.get_errno()
-            pieces.append(ctypes.string_at(target, size - out_left.value))
+            if out_left.value != size:
+                pieces.append(ctypes.string_at(target, size - out_left.value))
             if result != failed:
                 if flushing:
                     return pieces
                 continue
-            if code == errno.E2BIG:  # the output so far is kept: go on in a new buffer,
-                if out_left.value == size:  # a larger one when nothing fit
+            if code == errno.E2BIG:  # the output so far is kept: go on, in a larger buffer
+                if out_left.value == size:  # when nothing fit
                     size *= 2
+                    target = ctypes.create_string_buffer(size)
             elif code in (errno.EILSEQ, errno.EINVAL) and not flushing:
                 offset = len(data) - in_left.value
                 output, skip = on_error(code, offset)
@@ -91,6 +102,18 @@ class _Iconv:
                 in_left.value -= skip
             else:
                 raise OSError(code, f"iconv failed: {errno.errorcode.get(code, code)}")
+
+
+_LONGEST_SEQUENCE = 8
+"""More bytes than any of glibc's charsets reads for one character: where a byte that iconv
+refuses repeats, each of its copies but the last ones starts the same bytes, in the same
+shift state, and is refused alike."""
+
+
+@functools.lru_cache(maxsize=256)
+def _repeats(byte):
+    """A pattern matching a run of the byte `byte`."""
+    return re.compile(re.escape(bytes([byte])) + b"+")
 
 
 @functools.lru_cache(maxsize=None)
@@ -155,7 +178,11 @@ class Charset:
                 raise UnicodeDecodeError(
                     self.name, data, offset, offset + 1 if invalid else len(data),
                     "invalid multibyte sequence" if invalid else "incomplete multibyte sequence")
-            return chr(0xDC00 + data[offset]).encode("utf-32-le", "surrogatepass"), 1
+            # A run of one refused byte is escaped at once, up to its last bytes (their
+            # sequences end after it), rather than byte by byte.
+            run = _repeats(data[offset]).match(data, offset).end() - offset
+            skip = max(1, run - _LONGEST_SEQUENCE)
+            return (chr(0xDC00 + data[offset]) * skip).encode("utf-32-le", "surrogatepass"), skip
 
         handle = self._descriptor(_UTF32, self.name.encode("ascii"))
         try:
@@ -239,7 +266,9 @@ def lookup(charset):
 
     Returns:
         A `Charset`, or None when neither Python nor the C library's iconv
-        knows it (or the C library has no iconv).
+        knows it (or the C library has no iconv). Only names of letters,
+        digits and `_.:+-` are asked of iconv, and not glibc's internal and
+        machine-dependent ones (`WCHAR_T`, `UNICODE`, `UCS-4`, ...).
 
     Example:
     >>> lookup("VISCII").decode(b"\\xc4") if lookup("VISCII") else "\\u1ea2"
@@ -250,9 +279,11 @@ def lookup(charset):
     except (LookupError, TypeError, ValueError):
         pass
     iconv = _iconv()
-    if iconv is None or not charset or not charset.isascii() or "\0" in charset or "/" in charset:
+    if iconv is None or not isinstance(charset, str) or not _ICONV_NAME.fullmatch(charset):
         return None
     name = charset.upper()
+    if name in _PLATFORM_NAMES:
+        return None
     handles = [iconv.descriptor(_UTF32, name.encode()), iconv.descriptor(name.encode(), _UTF32)]
     for handle in handles:
         if handle is not None:

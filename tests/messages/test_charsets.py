@@ -18,8 +18,12 @@ from keras_transformer.tasks.translation import Translation
 MSGFMT = shutil.which("msgfmt")
 MSGUNFMT = shutil.which("msgunfmt")
 ICONV = shutil.which("iconv")
-needs_gettext = pytest.mark.skipif(not (MSGFMT and MSGUNFMT and ICONV),
-                                   reason="GNU msgfmt, msgunfmt and iconv are not installed")
+HAS_ICONV = charsets._iconv() is not None and charsets.lookup("EUC-TW") is not None
+needs_iconv = pytest.mark.skipif(not HAS_ICONV, reason="the C library has no iconv with EUC-TW "
+                                                       "(charsets.py converts with glibc's)")
+needs_gettext = pytest.mark.skipif(not (MSGFMT and MSGUNFMT and ICONV and HAS_ICONV),
+                                   reason="GNU msgfmt, msgunfmt and iconv (the program and the "
+                                          "C library's) are not installed")
 
 HEADER = ('msgid ""\nmsgstr ""\n"Language: {language}\\n"\n'
           '"Content-Type: text/plain; charset={charset}\\n"\n\n')
@@ -83,6 +87,7 @@ def test_a_catalog_in_a_charset_python_lacks_is_read_as_iconv_reads_it(charset, 
     assert po.encoding == charset
 
 
+@needs_iconv
 @pytest.mark.parametrize("charset, data, text", [
     ("GEORGIAN-PS", b"\xc4", "\u10d4"), ("VISCII", b"\xc4", "\u1ea2"), ("EUC-TW", b"\xc4\xa1", "\u4e00")])
 def test_known_code_points(charset, data, text):
@@ -158,6 +163,7 @@ def test_without_iconv_a_charset_python_lacks_is_refused_as_before(tmp_path, mon
     assert read_po(path).encoding == "ascii"
 
 
+@needs_iconv
 def test_decoding_errors_give_where_the_bad_sequence_starts():
     with pytest.raises(UnicodeDecodeError, match="invalid multibyte sequence") as invalid:
         charsets.decode(b'ab"\xc4"', "EUC-TW")
@@ -168,6 +174,7 @@ def test_decoding_errors_give_where_the_bad_sequence_starts():
     assert charsets.decode(b'a\xc4"\xc4', "EUC-TW", "surrogateescape") == 'a\udcc4"\udcc4'
 
 
+@needs_iconv
 def test_encoding_keeps_escaped_bytes_and_refuses_what_the_charset_lacks():
     assert charsets.encode("\u4e00\udcff\u4e00", "EUC-TW", "surrogateescape") == b"\xc4\xa1\xff\xc4\xa1"
     with pytest.raises(UnicodeEncodeError) as lacking:
@@ -179,6 +186,7 @@ def test_encoding_keeps_escaped_bytes_and_refuses_what_the_charset_lacks():
         charsets.encode("a", "EUC-TW", "replace")
 
 
+@needs_iconv
 def test_output_larger_than_a_buffer_is_converted_in_pieces(monkeypatch):
     monkeypatch.setattr(charsets, "_CHUNK", 3)  # smaller than one character's output
     text = "\u4e00a\u4e59" * 50
@@ -215,3 +223,52 @@ def test_a_charset_gettext_does_not_know_is_read_with_iconv_when_the_bytes_come_
     po = read_po(path)
     assert po.entries[1].msgstr == [text]
     assert catalog_bytes(po) == path.read_bytes()
+
+
+@needs_gettext
+def test_a_long_run_of_bytes_iconv_refuses_is_escaped_in_a_few_calls(tmp_path, monkeypatch):
+    """An EUC-TW catalog with a 200,000-byte comment of 0xFF (bytes to msgfmt, which accepts
+    it) is read in a few iconv calls, not one call (and one output buffer) per byte."""
+    iconv, calls = charsets._iconv(), []
+    convert = iconv.convert
+    monkeypatch.setattr(iconv, "convert", lambda *args: calls.append(1) or convert(*args))
+    path = tmp_path / "t.po"
+    path.write_bytes(catalog("EUC-TW", b"\n# " + b"\xff" * 200_000 + b'\nmsgid "a"\nmsgstr ""\n'))
+    assert msgfmt(path).returncode == 0
+    catalog_read = read_po(path)
+    assert len(calls) < 100
+    assert catalog_read.entries[-1].msgid == "a"
+    assert charsets.decode(b"\xc4\xa1" + b"\xff" * 30 + b"\xc4\xa1\xff\xc4", "EUC-TW",
+                           "surrogateescape") == "\u4e00" + "\udcff" * 30 + "\u4e00\udcff\udcc4"
+
+
+@needs_iconv
+def test_iconv_reuses_its_output_buffer(monkeypatch):
+    """Escaping refused bytes one at a time (no run repeats) makes no buffer per byte."""
+    buffers, make = [], charsets.ctypes.create_string_buffer
+    monkeypatch.setattr(charsets.ctypes, "create_string_buffer",
+                        lambda *args: buffers.append(1) or make(*args))
+    data = b"a\xff\xfe" * 1000
+    assert charsets.decode(data, "EUC-TW", "surrogateescape") == "a\udcff\udcfe" * 1000
+    assert len(buffers) <= 2  # the input's and one for the output
+
+
+@needs_gettext
+@pytest.mark.parametrize("name", ["WCHAR_T", "UNICODE", "UCS-4", "ucs-2", "INTERNAL", ","])
+def test_glibcs_internal_and_machine_dependent_names_are_unknown_charsets(name, tmp_path):
+    """msgfmt warns that such a charset is not portable and reads the file's bytes; here they
+    are unknown charsets, read as bytes like any other (iconv would read UTF-8 text in UCS-4
+    or the machine's wchar_t)."""
+    assert charsets.lookup(name) is None
+    path = tmp_path / "t.po"
+    path.write_bytes(HEADER.format(language="fr", charset=name).encode()
+                     + 'msgid "a"\nmsgstr "\u00e9"\n'.encode())
+    assert msgfmt(path).returncode == 0 and "\u00e9" in msgunfmt(path, "UTF-8")
+    assert read_po(path).entries[-1].msgstr == ["\u00e9"]
+
+
+@needs_iconv
+@pytest.mark.parametrize("name", [" ", "", "a b", "-EUC-TW", "EUC-TW//TRANSLIT", "EUC-TW,", "\u00e9"])
+def test_only_plain_names_are_asked_of_iconv(name):
+    assert charsets.lookup(name) is None
+    assert charsets.lookup("euc-tw").name == "EUC-TW"
