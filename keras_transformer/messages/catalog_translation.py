@@ -42,6 +42,7 @@ from keras_transformer.messages.placeholders import FORMAT_FLAGS
 from keras_transformer.messages.placeholders import find_placeholders
 from keras_transformer.messages.placeholders import is_ordered
 from keras_transformer.messages.placeholders import matches
+from keras_transformer.messages.plural_forms import header_parts
 from keras_transformer.messages.plural_forms import PluralRule
 from keras_transformer.messages.plural_forms import plural_forms
 from keras_transformer.messages.plural_forms import primary_subtag
@@ -50,6 +51,9 @@ from keras_transformer.messages.po_file import PoSyntaxError
 from keras_transformer.termination import terminate_by_exception
 
 _CHARSET = re.compile(r"charset\s*=\s*([^\s;]+)", re.IGNORECASE)
+_MAX_FILLED_FORMS = 100
+"""The most plural forms an untranslated entry is filled with (msgl-check.c keeps statistics
+of at most 100 forms: beyond, no form is checked strictly)."""
 _TEMPLATE_PLURAL_FORMS = "INTEGER"  # .pot files say "nplurals=INTEGER; plural=EXPRESSION;"
 _MACHINE_NOTE = "machine translation: "
 _NUMBERED = re.compile(r"%\d+\$")
@@ -198,13 +202,11 @@ def _header_rule(catalog, needed):
             "catalog with plural entries); fix it (e.g. 'Plural-Forms: nplurals=2; "
             "plural=(n != 1);')")
     # gettext's parser ends the expression at ';', a newline or the end of the header.
-    expression = re.split(r"[;\n]", text[expression_at + len("plural="):], maxsplit=1)[0]
+    expression = header_parts(text)[1]
     digits = re.match(r"[0-9]*", count).group()
     value = f"nplurals={digits or count.partition(';')[0]}; plural={expression.strip(' ')};"
     try:
-        # strtoul's value: at most ULONG_MAX
-        return PluralRule.from_parts(min(int(digits or 0), 2**64 - 1), expression.strip(" \t"),
-                                     value)
+        return PluralRule.from_header(text, value)  # strtoul's nplurals: at most ULONG_MAX
     except ValueError as error:
         raise ValueError(f"the catalog's header has {error}; fix it (e.g. "
                          "'Plural-Forms: nplurals=2; plural=(n != 1);') or remove it.") from None
@@ -529,6 +531,11 @@ def translate_catalog(catalog, translator, language=None, beam_size=4, progress=
     plural = [entry for entry in live if _is_plural(entry)]
     check_catalog(catalog)
     rule, new_plural_forms = _plural_rule(catalog, target, bool(plural))
+    if rule is not None and rule.nplurals > _MAX_FILLED_FORMS and any(map(_is_plural, todo)):
+        raise ValueError(
+            f"the header's Plural-Forms says nplurals={rule.nplurals}: more forms than this "
+            f"tool fills (at most {_MAX_FILLED_FORMS}, where msgfmt stops checking forms "
+            "strictly); fix the header's Plural-Forms (e.g. 'nplurals=2; plural=(n != 1);')")
     flags = {id(entry): format_flag(entry) for entry in todo}
     sources = {id(entry): _sources(entry, rule, flags[id(entry)]) for entry in todo}
     keys = list(dict.fromkeys((text, flags[id(entry)]) for entry in todo

@@ -143,8 +143,6 @@ def plural_forms(language):
     )
 
 
-_NPLURALS = re.compile(r"\bnplurals\s*=\s*([0-9]+)")
-_PLURAL = re.compile(r"\bplural\s*=\s*([^;]*)")
 _EXPRESSION_TOKEN = re.compile(
     r"[ \t]*(?:(?P<number>[0-9]+)|(?P<n>n)|(?P<operator>\|\||&&|==|!=|<=|>=|[-+*/%<>!?:()])"
     r"|(?P<end>[;\n\0]|\Z)|(?P<other>.))", re.DOTALL)
@@ -164,6 +162,32 @@ _ARITHMETIC = {
 }
 
 
+def c_number(digits, saturate=False):
+    """The number ASCII `digits` make in a C unsigned long, whatever their count (Python's
+    int() refuses more than 4,300 digits): wrapping, as plural.y's lexer reads it, or
+    `saturate`d at ULONG_MAX, as strtoul reads nplurals."""
+    digits = digits.lstrip("0") or "0"
+    if saturate:
+        return _ULONG - 1 if len(digits) > 20 else min(int(digits), _ULONG - 1)
+    value = 0
+    for start in range(0, len(digits), 1000):
+        chunk = digits[start:start + 1000]
+        value = (value * 10 ** len(chunk) + int(chunk)) % _ULONG
+    return value
+
+
+def header_parts(text):
+    """(what follows the first `nplurals=` after C's white space, the expression after the
+    first `plural=` up to `;` or a newline) of a header's text, as gettext finds them; None for
+    one that is not there."""
+    count_at, expression_at = text.find("nplurals="), text.find("plural=")
+    count = (text[count_at + len("nplurals="):].lstrip(" \t\n\v\f\r") if count_at >= 0
+             else None)
+    expression = (re.split(r"[;\n]", text[expression_at + len("plural="):], maxsplit=1)[0]
+                  if expression_at >= 0 else None)
+    return count, expression
+
+
 def _tokens(text):
     """(kind, value) of each token of a plural expression, as plural.y's yylex reads them:
     spaces and tabs between them, `;`, a newline or a NUL ends it."""
@@ -174,7 +198,7 @@ def _tokens(text):
         if kind == "other":
             raise ValueError(f"unexpected {text[match.start(kind):].strip()[:10]!r}")
         if kind == "number":
-            yield kind, int(match.group(kind)) % _ULONG  # an unsigned long wraps
+            yield kind, c_number(match.group(kind))  # an unsigned long wraps
         else:
             yield kind, match.group(kind)
         if kind == "end":
@@ -334,12 +358,23 @@ class PluralRule:
         """
         if not isinstance(value, str):
             raise ValueError(f"Plural-Forms must be a string, got {value!r}")
-        count, expression = _NPLURALS.search(value), _PLURAL.search(value)
-        if not count or int(count.group(1)) < 1:
-            raise ValueError(f"Plural-Forms {value!r} has no valid nplurals=N (N >= 1)")
-        if not expression or not expression.group(1).strip():
-            raise ValueError(f"Plural-Forms {value!r} has no plural=EXPRESSION")
-        return cls.from_parts(int(count.group(1)), expression.group(1).strip(), value)
+        return cls.from_header(value, value)
+
+    @classmethod
+    def from_header(cls, text, value=None):
+        """The rule of a header's text (or a Plural-Forms value) as gettext reads it: the
+        first `nplurals=` (its digits, after C's white space; strtoul's value) and the first
+        `plural=` (up to `;` or a newline). `value`: the text to name in messages (default:
+        made from the two parts)."""
+        count, expression = header_parts(text)
+        digits = re.match(r"[0-9]*", count).group() if count is not None else ""
+        if not digits or c_number(digits, saturate=True) < 1:
+            raise ValueError(f"Plural-Forms {value or text!r} has no valid nplurals=N (N >= 1)")
+        if expression is None or not expression.strip(" \t"):
+            raise ValueError(f"Plural-Forms {value or text!r} has no plural=EXPRESSION")
+        if value is None:
+            value = f"nplurals={digits}; plural={expression.strip(' ')};"
+        return cls.from_parts(c_number(digits, saturate=True), expression.strip(" \t"), value)
 
     @classmethod
     def from_parts(cls, nplurals, expression, value=None):

@@ -13,11 +13,14 @@ import pytest
 
 from keras_transformer.messages import catalog_translation
 from keras_transformer.messages.catalog_translation import CatalogReport
+from keras_transformer.messages.catalog_translation import check_catalog
 from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.catalog_translation import write_catalog
 from keras_transformer.messages.plural_forms import PLURAL_FORMS
 from keras_transformer.messages.plural_forms import plural_forms
+from keras_transformer.messages.plural_forms import PluralRule
 from keras_transformer.messages.po_file import parse_po
+from keras_transformer.messages.po_file import PoSyntaxError
 from keras_transformer.messages.po_file import read_po
 from keras_transformer.tasks.translation import Translation
 
@@ -661,3 +664,46 @@ def test_a_content_type_in_lower_case_is_the_catalogs_charset(tmp_path, fill, ch
     mo = polib.mofile(str(compiled), encoding=charset)  # what the program decodes with
     assert mo.metadata["Content-type"] == f"text/plain; charset={charset}"
     assert {e.msgid: e.msgstr for e in mo if e.msgid} == {"Street": "Straße", "Open": fill}
+
+
+@pytest.mark.parametrize("nplurals", [1_000_000_000, 101])
+def test_more_forms_than_this_tool_fills_are_refused_in_one_line(nplurals):
+    """A header's nplurals of a billion (msgfmt accepts the header) would fill an untranslated
+    plural entry with a billion forms (MemoryError): refused above 100, naming both."""
+    catalog = parse_po(catalog_text(language="de", plural_forms_value=f"nplurals={nplurals}; plural=0;"))
+    with pytest.raises(ValueError, match=rf"nplurals={nplurals}: .*at most 100"):
+        translate_catalog(catalog, FakeTranslator())
+    catalog = parse_po(catalog_text(language="de", plural_forms_value="nplurals=100; plural=0;"))
+    translate_catalog(catalog, FakeTranslator())
+    assert len(find(catalog, "One file").msgstr) == 100
+
+
+@pytest.mark.parametrize("plural_forms_value", [
+    "nplurals=" + "0" * 5000 + "2; plural=(n != 1);",
+    "nplurals=2; plural=n != " + "0" * 5000 + "1;",
+    "nplurals=2; plural=n % " + "0" * 5000 + "18446744073709551617 != 1;",  # wraps to n % 1
+])
+def test_numbers_of_thousands_of_digits_are_read_as_gettext_reads_them(plural_forms_value, tmp_path):
+    """Python's int() refuses more than 4,300 digits; gettext reads leading zeros (strtoul for
+    nplurals, plural.y's lexer wrapping at 2**64 in the expression): the verdict is msgfmt's."""
+    path = tmp_path / "t.po"
+    path.write_text(catalog_text(language="de", plural_forms_value=plural_forms_value,
+                                 body='msgid "a"\nmsgid_plural "b"\nmsgstr[0] "A"\nmsgstr[1] "B"\n'),
+                    encoding="utf-8")
+    accepted = subprocess.run([MSGFMT, "--check", "-o", os.devnull, str(path)],
+                              capture_output=True).returncode == 0
+    try:
+        check_catalog(parse_po(path.read_text(encoding="utf-8"), "t.po"))
+        ours = True
+    except PoSyntaxError:
+        ours = False
+    assert ours == accepted
+
+
+def test_plural_rule_parse_reads_the_header_as_catalogs_do():
+    """PluralRule.parse finds nplurals= and plural= as gettext (and _header_rule) do: the
+    first `nplurals=`, C's white space after it, no spaces before the `=`."""
+    assert PluralRule.parse("nplurals=" + "0" * 5000 + "3; plural=n%3;").nplurals == 3
+    assert PluralRule.parse("nplurals=\t2; plural=n != 1\nx").form(1) == 0
+    with pytest.raises(ValueError, match="no valid nplurals"):
+        PluralRule.parse("nplurals = 2; plural=n != 1;")  # gettext wants `nplurals=`
