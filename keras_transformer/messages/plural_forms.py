@@ -364,8 +364,12 @@ class PluralRule:
     def from_header(cls, text, value=None):
         """The rule of a header's text (or a Plural-Forms value) as gettext reads it: the
         first `nplurals=` (its digits, after C's white space; strtoul's value) and the first
-        `plural=` (up to `;` or a newline). `value`: the text to name in messages (default:
-        made from the two parts)."""
+        `plural=` (up to `;` or a newline).
+
+        Args:
+            text: the header entry's msgstr, or a Plural-Forms value.
+            value: the text to name in messages; default: made from the two parts.
+        """
         count, expression = header_parts(text)
         digits = re.match(r"[0-9]*", count).group() if count is not None else ""
         if not digits or c_number(digits, saturate=True) < 1:
