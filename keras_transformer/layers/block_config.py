@@ -148,7 +148,16 @@ class BlockConfig(AttentionConfig):
         activation: the `"mlp"` non-linearity (`"relu"`, `"gelu"`, ...); the
             gated kinds name their own.
         dropout: rate on each sub-layer's output before the residual add.
-        **attention_fields: `AttentionConfig`'s fields.
+        num_heads: query heads (`AttentionConfig`).
+        num_kv_heads: key/value heads; None: `num_heads` (`AttentionConfig`).
+        norm: `"layer"` or `"rms"`, in every place a norm stands.
+        layer_norm_epsilon: the norms' epsilon.
+        use_bias: biases in the attention and feed-forward projections.
+        attention_dropout: rate on the attention probabilities.
+        position: None, `"rotary"` or `"alibi"` (`AttentionConfig`).
+        rotary_base: RoPE's wavelength base.
+        rotary_fraction: share of each head's features that rotate.
+        qk_norm: normalize queries and keys per head (with `norm`).
 
     Example:
     >>> llama = BlockConfig(num_heads=8, d_ff=64, num_kv_heads=2, ln_position="pre",

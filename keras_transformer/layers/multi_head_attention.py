@@ -107,8 +107,9 @@ class MultiHeadAttention(AttentionLayer):
     ):
         if mode == "cross":
             raise ValueError(
-                "MultiHeadAttention is self-attention; for queries reading another sequence "
-                "(mode='cross' before), use keras_transformer.layers.CrossAttention."
+                f"`mode` must be one of {MODES}: MultiHeadAttention is self-attention; for "
+                "queries reading another sequence (mode='cross' before), use "
+                "keras_transformer.layers.CrossAttention. Received mode='cross'."
             )
         super().__init__(config, kernel_initializer, output_kernel_initializer, **kwargs)
         self.mode = validation.check_choice("mode", mode, MODES)
