@@ -33,7 +33,6 @@ no key to read, never NaN (`scaled_dot_product`).
 """
 
 import dataclasses
-import functools
 from typing import Any, Callable, Optional
 
 from keras import ops
@@ -74,6 +73,10 @@ class AttentionPlan:
         score_transform: a function of the float32 scores `(B, H, T, S)`
             (after the `1/sqrt(d_head)` scale, before bias and mask), or None.
             None of today's toggles sets one; a plan with one runs `"explicit"`.
+
+    The positions, the mask and the biases are properties, computed when a
+    kernel reads them (the eager decode step reads none without ALiBi); not
+    `functools.cached_property`, whose lock `torch.compile` cannot trace.
     """
 
     structure: Optional[str]
@@ -94,7 +97,7 @@ class AttentionPlan:
         """Whether the backend's causal kernel alone (no mask tensor) is this plan's mask."""
         return self.structure == "causal" and self.full_pass and self.key_mask is None
 
-    @functools.cached_property
+    @property
     def query_positions(self):
         """Absolute positions of the queries, int32 `(T,)`."""
         if self.offset is None:
@@ -105,7 +108,7 @@ class AttentionPlan:
             first = ops.cast(self.offset, "int32")
         return ops.arange(self.query_length, dtype="int32") + first
 
-    @functools.cached_property
+    @property
     def key_positions(self):
         """Absolute positions of the keys, int32 `(S,)` (a ring's empty slots are negative)."""
         if self.ring:  # the ring's slots, then this call's keys
@@ -115,7 +118,7 @@ class AttentionPlan:
             )
         return ops.arange(self.key_length, dtype="int32")
 
-    @functools.cached_property
+    @property
     def mask(self):
         """Bool `(B or 1, T, S)`, `True` where query t may read key s; None: every key."""
         structure = None
@@ -130,12 +133,12 @@ class AttentionPlan:
             structure = structure[None]  # (1, T, S)
         return masks.merge_masks(structure, masks.key_mask_to_attention_mask(self.key_mask))
 
-    @functools.cached_property
+    @property
     def bias(self):
         """ALiBi's score bias `(1, H, T, S)` for the queries and keys, or None."""
         return self._alibi(self.query_positions, self.key_positions)
 
-    @functools.cached_property
+    @property
     def window_bias(self):
         """ALiBi's bias `(1, H, w, 2w)` inside one window of the blocked band, or None.
 
