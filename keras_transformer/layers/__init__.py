@@ -1,6 +1,8 @@
 """Building blocks: embeddings, attention, feed-forward, the Transformer block and its toggles."""
 
+from keras_transformer.layers.block_config import AttentionConfig
 from keras_transformer.layers.block_config import BlockConfig
+from keras_transformer.layers.cross_attention import CrossAttention
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
@@ -9,7 +11,9 @@ from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
 
 __all__ = [
+    "AttentionConfig",
     "BlockConfig",
+    "CrossAttention",
     "FeedForward",
     "LearnedPositionEmbedding",
     "MultiHeadAttention",

@@ -4,10 +4,16 @@ A block's architecture is a handful of choices, each from a paper: where the
 norm stands and which norm, which feed-forward, how attention encodes
 positions, how many key/value heads. `TransformerConfig` (the whole model)
 holds the same fields under the same names and hands a `BlockConfig` to each
-block (`TransformerConfig.block`). The attention layer takes its share through `attention_arguments`, the
-feed-forward through `feed_forward_arguments`: the mapping from toggles to
-sublayers is written here, once. A block's `get_config` lists the fields
-as keywords, next to its own arguments.
+block (`TransformerConfig.block`).
+
+The attention toggles are `AttentionConfig`'s fields, and a `BlockConfig` is an
+`AttentionConfig` with the block's other fields added: the attention layers
+(`MultiHeadAttention`, `CrossAttention`) take the block's config itself and
+read its fields under the same names, so an attention toggle is one field of
+`AttentionConfig` plus its use in the attention code (`attention_plan`). The
+feed-forward takes its share through `feed_forward_arguments`. A block's or an
+attention layer's `get_config` lists the fields as keywords, next to its own
+arguments.
 """
 
 import dataclasses
@@ -16,38 +22,30 @@ from typing import Optional
 from keras_transformer import validation
 from keras_transformer.layers.feed_forward import ACTIVATIONS
 from keras_transformer.layers.feed_forward import KINDS as FEED_FORWARDS
-from keras_transformer.layers.multi_head_attention import POSITIONS as ATTENTION_POSITIONS
 from keras_transformer.layers.normalization import NORMS
 from keras_transformer.layers.normalization import norm_weights
 from keras_transformer.layers.rotary_embedding import check_head_width
 
 LN_POSITIONS = ("post", "pre")
+# What self-attention does about positions (None: the model adds them to the embeddings).
+ATTENTION_POSITIONS = (None, "rotary", "alibi")
 
 
 @dataclasses.dataclass(frozen=True)
-class BlockConfig:
-    """The architecture of one block; validated when made.
+class AttentionConfig:
+    """The attention toggles of a block; validated when made. `BlockConfig` extends it.
 
     Args:
         num_heads: query heads; each reads `d_model / num_heads` features.
-        d_ff: inner width of the feed-forward network.
         num_kv_heads: key/value heads, shared by groups of
             `num_heads / num_kv_heads` query heads (grouped-query attention,
             Ainslie et al. 2023; 1 is multi-query attention, Shazeer 2019).
             The decode cache shrinks by the same factor. None: `num_heads`.
-        ln_position: `"post"`: `norm(x + f(x))` (2017); `"pre"`:
-            `x + f(norm(x))` (GPT-2 and every model since).
         norm: `"layer"` (LayerNorm) or `"rms"` (RMSNorm, LLaMA: no mean, no
-            offset), in every place a norm stands.
+            offset), in every place a norm stands (the `qk_norm` norms too).
         layer_norm_epsilon: the norms' epsilon.
-        feed_forward: `"mlp"`: `act(x W1) W2`; `"swiglu"` / `"geglu"`: the
-            gated `(silu or gelu(x W_gate) * x W_in) W_out` of Shazeer (2020),
-            LLaMA's choice (three matrices, `d_ff` wide).
-        activation: the `"mlp"` non-linearity (`"relu"`, `"gelu"`, ...); the
-            gated kinds name their own.
         use_bias: biases in the attention and feed-forward projections
             (LLaMA has none).
-        dropout: rate on each sub-layer's output before the residual add.
         attention_dropout: rate on the attention probabilities.
         position: what self-attention does about positions: None (the model
             adds them to the embeddings), `"rotary"` (RoPE on queries and keys)
@@ -60,23 +58,15 @@ class BlockConfig:
             scores from growing large in long or low-precision training.
 
     Example:
-    >>> llama = BlockConfig(num_heads=8, d_ff=64, num_kv_heads=2, ln_position="pre",
-    ...                     norm="rms", feed_forward="swiglu", use_bias=False,
-    ...                     position="rotary", dropout=0.0)
-    >>> llama.attention_arguments()["num_kv_heads"]
+    >>> AttentionConfig(num_heads=8, num_kv_heads=2, position="rotary").kv_heads
     2
     """
 
     num_heads: int
-    d_ff: int
     num_kv_heads: Optional[int] = None
-    ln_position: str = "post"
     norm: str = "layer"
     layer_norm_epsilon: float = 1e-5
-    feed_forward: str = "mlp"
-    activation: str = "relu"
     use_bias: bool = True
-    dropout: float = 0.0
     attention_dropout: float = 0.0
     position: Optional[str] = None
     rotary_base: float = 10000.0
@@ -85,23 +75,28 @@ class BlockConfig:
 
     def __post_init__(self):
         validation.check_int("num_heads", self.num_heads)
-        validation.check_int("d_ff", self.d_ff)
         validation.check_int("num_kv_heads", self.num_kv_heads, allow_none=True)
         if self.num_kv_heads is not None:
             validation.check_divisible("num_heads", self.num_heads, "num_kv_heads",
                                        self.num_kv_heads)
-        validation.check_choice("ln_position", self.ln_position, LN_POSITIONS)
         validation.check_choice("norm", self.norm, NORMS)
         validation.check_positive_float("layer_norm_epsilon", self.layer_norm_epsilon)
-        validation.check_choice("feed_forward", self.feed_forward, FEED_FORWARDS)
-        validation.check_choice("activation", self.activation, tuple(ACTIVATIONS))
         validation.check_bool("use_bias", self.use_bias)
-        validation.check_rate("dropout", self.dropout)
         validation.check_rate("attention_dropout", self.attention_dropout)
         validation.check_choice("position", self.position, ATTENTION_POSITIONS)
         validation.check_positive_float("rotary_base", self.rotary_base)
         validation.check_fraction("rotary_fraction", self.rotary_fraction)
         validation.check_bool("qk_norm", self.qk_norm)
+
+    @classmethod
+    def of(cls, config):
+        """The `AttentionConfig` of `config` (a `BlockConfig` or `AttentionConfig`): its fields.
+
+        Args:
+            config: an `AttentionConfig` (a `BlockConfig` is one).
+        """
+        return cls(**{field.name: getattr(config, field.name)
+                      for field in dataclasses.fields(cls)})
 
     @property
     def kv_heads(self):
@@ -118,23 +113,73 @@ class BlockConfig:
         if self.position == "rotary":
             check_head_width(d_model // self.num_heads, self.rotary_fraction)
 
-    def attention_arguments(self, cross=False):
-        """Keyword arguments of this block's `MultiHeadAttention` layers (mode aside).
+    def count_attention_params(self, d_model):
+        """Weights of one attention layer (self or cross) of width `d_model`.
 
         Args:
-            cross: for the cross-attention layer, which encodes no positions.
+            d_model: the width of the residual stream.
         """
-        return dict(
-            num_heads=self.num_heads,
-            num_kv_heads=self.num_kv_heads,
-            dropout=self.attention_dropout,
-            use_bias=self.use_bias,
-            position=None if cross else self.position,
-            rotary_base=self.rotary_base,
-            rotary_fraction=self.rotary_fraction,
-            qk_norm=self.norm if self.qk_norm else None,
-            norm_epsilon=self.layer_norm_epsilon,
+        d_head = d_model // self.num_heads
+        kv_width = self.kv_heads * d_head
+        bias = int(self.use_bias)
+        return (
+            2 * d_model * d_model + 2 * d_model * kv_width  # Q and output; K and V
+            + bias * (2 * d_model + 2 * kv_width)
+            + (2 * norm_weights(self.norm, d_head) if self.qk_norm else 0)
         )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BlockConfig(AttentionConfig):
+    """The architecture of one block; validated when made.
+
+    The attention toggles (`num_heads`, `num_kv_heads`, `norm`,
+    `layer_norm_epsilon`, `use_bias`, `attention_dropout`, `position`,
+    `rotary_base`, `rotary_fraction`, `qk_norm`) are `AttentionConfig`'s, under
+    the same names; the block adds its own (keywords only).
+
+    Args:
+        d_ff: inner width of the feed-forward network.
+        ln_position: `"post"`: `norm(x + f(x))` (2017); `"pre"`:
+            `x + f(norm(x))` (GPT-2 and every model since).
+        feed_forward: `"mlp"`: `act(x W1) W2`; `"swiglu"` / `"geglu"`: the
+            gated `(silu or gelu(x W_gate) * x W_in) W_out` of Shazeer (2020),
+            LLaMA's choice (three matrices, `d_ff` wide).
+        activation: the `"mlp"` non-linearity (`"relu"`, `"gelu"`, ...); the
+            gated kinds name their own.
+        dropout: rate on each sub-layer's output before the residual add.
+        num_heads: query heads (`AttentionConfig`).
+        num_kv_heads: key/value heads; None: `num_heads` (`AttentionConfig`).
+        norm: `"layer"` or `"rms"`, in every place a norm stands.
+        layer_norm_epsilon: the norms' epsilon.
+        use_bias: biases in the attention and feed-forward projections.
+        attention_dropout: rate on the attention probabilities.
+        position: None, `"rotary"` or `"alibi"` (`AttentionConfig`).
+        rotary_base: RoPE's wavelength base.
+        rotary_fraction: share of each head's features that rotate.
+        qk_norm: normalize queries and keys per head (with `norm`).
+
+    Example:
+    >>> llama = BlockConfig(num_heads=8, d_ff=64, num_kv_heads=2, ln_position="pre",
+    ...                     norm="rms", feed_forward="swiglu", use_bias=False,
+    ...                     position="rotary", dropout=0.0)
+    >>> llama.kv_heads, AttentionConfig.of(llama).position
+    (2, 'rotary')
+    """
+
+    d_ff: int
+    ln_position: str = "post"
+    feed_forward: str = "mlp"
+    activation: str = "relu"
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        validation.check_int("d_ff", self.d_ff)
+        validation.check_choice("ln_position", self.ln_position, LN_POSITIONS)
+        validation.check_choice("feed_forward", self.feed_forward, FEED_FORWARDS)
+        validation.check_choice("activation", self.activation, tuple(ACTIVATIONS))
+        validation.check_rate("dropout", self.dropout)
 
     def feed_forward_arguments(self):
         """Keyword arguments of this block's `FeedForward` layer."""
@@ -150,14 +195,8 @@ class BlockConfig:
             d_model: the width of the residual stream.
             cross_attention: whether the block also reads an encoder output.
         """
-        d_head = d_model // self.num_heads
-        kv_width = self.kv_heads * d_head
+        attention = self.count_attention_params(d_model)
         bias = int(self.use_bias)
-        attention = (
-            2 * d_model * d_model + 2 * d_model * kv_width  # Q and output; K and V
-            + bias * (2 * d_model + 2 * kv_width)
-            + (2 * norm_weights(self.norm, d_head) if self.qk_norm else 0)
-        )
         matrices = 3 if self.feed_forward != "mlp" else 2
         feed_forward = matrices * d_model * self.d_ff + bias * (
             (matrices - 1) * self.d_ff + d_model
@@ -165,4 +204,3 @@ class BlockConfig:
         norm = norm_weights(self.norm, d_model)
         sublayers = 2 + int(cross_attention)
         return sublayers * norm + (1 + int(cross_attention)) * attention + feed_forward
-

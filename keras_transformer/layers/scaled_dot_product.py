@@ -75,7 +75,7 @@ def fused_attention(q, k, v, mask=None, is_causal=False, bias=None):
     )
 
 
-def probabilities(q, k, mask=None, bias=None):
+def probabilities(q, k, mask=None, bias=None, transform=None):
     """Attention probabilities `(B, H, T, S)` in float32; masked keys get 0.
 
     Args:
@@ -83,9 +83,13 @@ def probabilities(q, k, mask=None, bias=None):
         k: `(B, S, H_kv, d_head)`.
         mask: bool `(B or 1, T, S)`, `True` where query t may read key s, or None.
         bias: float `(B or 1, H, T, S)` added to the scores, or None.
+        transform: a function of the float32 scores `(B, H, T, S)`, applied
+            after the `1/sqrt(d_head)` scale and before `bias` and `mask`, or None.
     """
     q, k = ops.cast(q, "float32"), ops.cast(match_heads(k, q.shape[2]), "float32")
     scores = ops.einsum("bthd,bshd->bhts", q, k) / (ops.shape(q)[-1] ** 0.5)
+    if transform is not None:
+        scores = transform(scores)
     if bias is not None:
         scores = scores + ops.cast(bias, "float32")
     if mask is None:
@@ -110,7 +114,7 @@ def _fused_kernel_compiles(dtype):
     return jax.default_backend() != "cpu"
 
 
-def attend(q, k, v, mask=None, probability_dropout=None, bias=None):
+def attend(q, k, v, mask=None, probability_dropout=None, bias=None, transform=None):
     """Attention output `(B, T, H, d_head)` over `mask`.
 
     Args:
@@ -122,9 +126,13 @@ def attend(q, k, v, mask=None, probability_dropout=None, bias=None):
             in training), or None. With it, the probabilities are formed
             explicitly; without it, the backend's fused kernel runs.
         bias: float `(B or 1, H, T, S)` added to the scores, or None.
+        transform: a function of the float32 scores (see `probabilities`), or
+            None; with it, too, the probabilities are formed explicitly.
     """
-    if probability_dropout is not None:
-        probs = probability_dropout(probabilities(q, k, mask, bias))  # (B, H, T, S)
+    if probability_dropout is not None or transform is not None:
+        probs = probabilities(q, k, mask, bias, transform)  # (B, H, T, S)
+        if probability_dropout is not None:
+            probs = probability_dropout(probs)
         v = match_heads(v, q.shape[2])
         return ops.einsum("bhts,bshd->bthd", ops.cast(probs, v.dtype), v)
     if mask is None:

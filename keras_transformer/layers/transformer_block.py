@@ -8,6 +8,7 @@ from keras import ops
 from keras_transformer import validation
 from keras_transformer.layers.block_config import BlockConfig
 from keras_transformer.layers.clone_initializer import clone_initializer
+from keras_transformer.layers.cross_attention import CrossAttention
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 from keras_transformer.layers.normalization import make_norm
@@ -121,15 +122,13 @@ class TransformerBlock(keras.layers.Layer):
         )
         # Sub-layers are created here so that a bad `window` fails at once.
         self.self_attention = MultiHeadAttention(
-            mode=self_attention, window=window, name="self_attention",
-            **config.attention_arguments(), **self._sublayer_arguments("self_attention"),
+            config, mode=self_attention, window=window, name="self_attention",
+            **self._sublayer_arguments("self_attention"),
         )
         self.self_attention_norm = self._norm("self_attention_norm")
         if self.has_cross_attention:
-            self.cross_attention = MultiHeadAttention(
-                mode="cross", name="cross_attention",
-                **config.attention_arguments(cross=True),
-                **self._sublayer_arguments("cross_attention"),
+            self.cross_attention = CrossAttention(
+                config, name="cross_attention", **self._sublayer_arguments("cross_attention"),
             )
             self.cross_attention_norm = self._norm("cross_attention_norm")
         self.feed_forward = FeedForward(

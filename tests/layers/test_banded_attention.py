@@ -102,11 +102,11 @@ def test_banded_layer_takes_the_blocked_path_and_matches_a_dense_layer_with_its_
 
 def test_probability_dropout_runs_over_the_windows():
     """Training with attention dropout keeps the band: a rate that drops nothing changes nothing."""
-    layer = MultiHeadAttention(num_heads=HEADS, mode="banded", window=3, dropout=1e-7)
+    layer = MultiHeadAttention(num_heads=HEADS, mode="banded", window=3, attention_dropout=1e-7)
     x = np.random.default_rng(4).normal(size=(2, 9, HEADS * D_HEAD)).astype("float32")
     trained = ops.convert_to_numpy(layer(x, training=True))
     np.testing.assert_allclose(trained, ops.convert_to_numpy(layer(x)), rtol=1e-5, atol=1e-6)
-    dropped = MultiHeadAttention(num_heads=HEADS, mode="banded", window=3, dropout=0.5)
+    dropped = MultiHeadAttention(num_heads=HEADS, mode="banded", window=3, attention_dropout=0.5)
     dropped.build(x.shape)
     dropped.set_weights(layer.get_weights())
     assert not np.allclose(ops.convert_to_numpy(dropped(x, training=True)), trained)

@@ -1,4 +1,4 @@
-"""MultiHeadAttention against a NumPy reference built from the layer's own weights.
+"""MultiHeadAttention and CrossAttention against a NumPy reference built from the layer's own weights.
 
 Weight layout (the reference relies on it): self-attention has one fused
 `qkv` kernel `(d, (H + 2 H_kv) d_head)` whose columns are `[q | k | v]`, each
@@ -17,6 +17,7 @@ from keras import ops
 
 from test_rotary_embedding import np_rotate
 
+from keras_transformer.layers import CrossAttention
 from keras_transformer.layers import MultiHeadAttention
 from keras_transformer.testing import run_layer_test
 
@@ -26,8 +27,19 @@ MODES = {
     "bidirectional": {"mode": "bidirectional"},
     "causal": {"mode": "causal"},
     "banded": {"mode": "banded", "window": 3},
-    "cross": {"mode": "cross"},
+    "cross": {},  # CrossAttention
 }
+
+
+def _attention(mode, **kwargs):
+    """An unbuilt attention layer of `mode` ("cross": `CrossAttention`), HEADS heads."""
+    if mode == "cross":
+        return CrossAttention(num_heads=HEADS, **kwargs)
+    return MultiHeadAttention(num_heads=HEADS, **MODES[mode], **kwargs)
+
+
+def _mode(layer):
+    return "cross" if isinstance(layer, CrossAttention) else layer.mode
 
 
 # --- NumPy reference ---------------------------------------------------------------
@@ -70,15 +82,17 @@ def _np_norm(w, name, x, kind, epsilon):
 def _np_attention(layer, query, memory=None, key_mask=None):
     """(output (B, T, d), probabilities (B, H, T, S)) computed in float64."""
     w = _weights(layer)
+    config = layer.config
     heads, d_head = layer.num_heads, layer.d_model // layer.num_heads
-    kv_heads = heads if layer.num_kv_heads is None else layer.num_kv_heads
+    kv_heads = heads if config.num_kv_heads is None else config.num_kv_heads
+    window = getattr(layer, "window", None)
 
     def dense(x, name):
         return x @ w[(name, "kernel")] + w.get((name, "bias"), 0.0)
 
     query = query.astype(np.float64)
     batch, t_len, d_model = query.shape
-    if layer.mode == "cross":
+    if _mode(layer) == "cross":
         memory = memory.astype(np.float64)
         s_len = memory.shape[1]
         q = dense(query, "query").reshape(batch, t_len, heads, d_head)
@@ -88,21 +102,21 @@ def _np_attention(layer, query, memory=None, key_mask=None):
         s_len = t_len
         qkv = dense(query, "qkv").reshape(batch, t_len, heads + 2 * kv_heads, d_head)
         q, k, v = qkv[:, :, :heads], qkv[:, :, heads:heads + kv_heads], qkv[:, :, -kv_heads:]
-    if layer.qk_norm is not None:
-        q = _np_norm(w, "query_norm", q, layer.qk_norm, layer.norm_epsilon)
-        k = _np_norm(w, "key_norm", k, layer.qk_norm, layer.norm_epsilon)
-    if layer.position == "rotary":
-        q = np_rotate(q, 0, layer.rotary_base, layer.rotary_fraction)
-        k = np_rotate(k, 0, layer.rotary_base, layer.rotary_fraction)
+    if config.qk_norm:
+        q = _np_norm(w, "query_norm", q, config.norm, config.layer_norm_epsilon)
+        k = _np_norm(w, "key_norm", k, config.norm, config.layer_norm_epsilon)
+    if config.position == "rotary":
+        q = np_rotate(q, 0, config.rotary_base, config.rotary_fraction)
+        k = np_rotate(k, 0, config.rotary_base, config.rotary_fraction)
     group = heads // kv_heads
     k, v = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
     scores = np.einsum("bthd,bshd->bhts", q, k) / np.sqrt(d_head)
-    if layer.position == "alibi":
+    if config.position == "alibi":
         slopes = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)  # H a power of two
         positions_t = np.arange(s_len - t_len, s_len)
         distance = np.abs(positions_t[:, None] - np.arange(s_len)[None, :])
         scores = scores - slopes[None, :, None, None] * distance
-    allowed = _np_mask(layer.mode, t_len, s_len, key_mask, layer.window)[:, None]
+    allowed = _np_mask(_mode(layer), t_len, s_len, key_mask, window)[:, None]
     allowed = np.broadcast_to(allowed, scores.shape)
     scores = np.where(allowed, scores, -np.inf)
     row_max = scores.max(-1, keepdims=True)
@@ -137,7 +151,7 @@ def _layer(mode, randomize=True, seed=0, **kwargs):
     """A built layer; random weights (biases included, which start at zero)."""
     if randomize:  # overwritten below; skips the (slow on JAX) random init
         kwargs.setdefault("kernel_initializer", "zeros")
-    layer = MultiHeadAttention(num_heads=HEADS, **MODES[mode], **kwargs)
+    layer = _attention(mode, **kwargs)
     query_shape = (None, T_LEN, D_MODEL)
     memory_shape = (None, S_LEN, D_MODEL) if mode == "cross" else None
     layer.build(query_shape, memory_shape)
@@ -292,7 +306,7 @@ def test_attention_probabilities(mode, masked):
     s_len = S_LEN if mode == "cross" else T_LEN
     assert probs.shape == (BATCH, HEADS, T_LEN, s_len)
     allowed = np.broadcast_to(
-        _np_mask(mode, T_LEN, s_len, key_mask, layer.window)[:, None], probs.shape
+        _np_mask(mode, T_LEN, s_len, key_mask, MODES[mode].get("window"))[:, None], probs.shape
     )
     visible_rows = allowed.any(-1)
     assert visible_rows.all()  # no empty rows in these masks
@@ -340,7 +354,7 @@ def test_fused_path_agrees_with_dropout_path():
     # is mode-independent given the mask; every mode's masks are checked
     # against the probabilities in the tests above.)
     mode = "causal"
-    layer = _layer(mode, dropout=1e-7)
+    layer = _layer(mode, attention_dropout=1e-7)
     query, memory = _inputs(mode)
     empty_row_mask, empty = _empty_row_case(mode)
     for key_mask in (None, empty_row_mask):
@@ -355,7 +369,7 @@ def test_fused_path_agrees_with_dropout_path():
 
 
 def test_probability_dropout_only_in_training():
-    layer = _layer("causal", dropout=0.5)
+    layer = _layer("causal", attention_dropout=0.5)
     query, _ = _inputs("causal")
     expected, _ = _np_attention(layer, query)
     np.testing.assert_allclose(_np(layer(query)), expected, rtol=1e-5, atol=1e-5)
@@ -407,7 +421,7 @@ def test_empty_rows_give_exact_zeros(mode, dtype):
     key_mask, empty = _empty_row_case(mode)
     kwargs = _call_kwargs(memory, key_mask)
     # Default initialization: biases are zero, so an empty row is exactly 0.
-    layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, **MODES[mode])
+    layer = _attention(mode, dtype=dtype)
     out = layer(query, **kwargs)
     assert keras.backend.standardize_dtype(out.dtype) == dtype
     out = _np(out)
@@ -441,7 +455,7 @@ def test_empty_rows_give_exact_zeros(mode, dtype):
 def test_empty_rows_have_finite_gradients(mode, dtype):
     query, memory = _inputs(mode)
     key_mask, _ = _empty_row_case(mode)
-    layer = MultiHeadAttention(num_heads=HEADS, dtype=dtype, **MODES[mode])
+    layer = _attention(mode, dtype=dtype)
     kwargs = _call_kwargs(memory, key_mask)
     layer(query, **kwargs)  # build
     grads = _gradients(layer, query, **kwargs)
@@ -532,7 +546,7 @@ def test_run_layer_test(mode):
     inputs["key_mask"] = _key_mask(mode)
     d = D_MODEL
     run_layer_test(
-        MultiHeadAttention,
+        CrossAttention if mode == "cross" else MultiHeadAttention,
         init_kwargs={"num_heads": HEADS, **MODES[mode]},
         inputs=inputs,
         expected_output_shape=(BATCH, T_LEN, D_MODEL),
@@ -553,8 +567,11 @@ def test_run_layer_test(mode):
         ({"mode": "bidirectional", "window": 2}, "window"),
         ({"mode": "banded"}, "window"),
         ({"mode": "banded", "window": 0}, "window"),
-        ({"dropout": 1.0}, "dropout"),
-        ({"dropout": -0.1}, "dropout"),
+        ({"attention_dropout": 1.0}, "attention_dropout"),
+        ({"attention_dropout": -0.1}, "attention_dropout"),
+        ({"dropout": 0.1}, "dropout"),  # the block's residual dropout, not attention's
+        ({"norm_epsilon": 1e-6}, "norm_epsilon"),
+        ({"mode": "cross"}, "mode"),
         ({"num_heads": 0}, "num_heads"),
     ],
 )
@@ -567,8 +584,13 @@ def test_bad_arguments_raise(kwargs, name):
 def test_bad_mode_lists_allowed_values():
     with pytest.raises(ValueError) as info:
         MultiHeadAttention(num_heads=2, mode="global")
-    for mode in MODES:
+    for mode in ("bidirectional", "causal", "banded"):
         assert repr(mode) in str(info.value)
+
+
+def test_cross_mode_names_cross_attention():
+    with pytest.raises(ValueError, match="mode='cross'.*CrossAttention"):
+        MultiHeadAttention(num_heads=2, mode="cross")
 
 
 def test_d_model_not_divisible_by_num_heads_raises():
@@ -579,7 +601,7 @@ def test_d_model_not_divisible_by_num_heads_raises():
 
 def test_cross_without_memory_raises():
     with pytest.raises(ValueError, match="memory"):
-        MultiHeadAttention(num_heads=2, mode="cross")(np.zeros((1, 4, 16), "float32"))
+        CrossAttention(num_heads=2)(np.zeros((1, 4, 16), "float32"))
 
 
 def test_memory_with_self_attention_raises():
@@ -627,8 +649,8 @@ TOGGLES = {
     "rotary_partial_gqa": dict(position="rotary", rotary_fraction=0.5, num_kv_heads=2),
     "alibi": dict(position="alibi"),
     "alibi_multi_query": dict(position="alibi", num_kv_heads=1),
-    "qk_rms_norm": dict(qk_norm="rms", num_kv_heads=2),
-    "qk_layer_norm_rotary": dict(qk_norm="layer", position="rotary"),
+    "qk_rms_norm": dict(qk_norm=True, norm="rms", num_kv_heads=2),
+    "qk_layer_norm_rotary": dict(qk_norm=True, position="rotary"),
 }
 
 
@@ -701,7 +723,7 @@ def test_cache_holds_only_the_key_value_heads():
 
 def test_qk_norm_makes_the_scores_blind_to_the_projection_scale():
     """With per-head RMS norms, scaling the Q and K projections changes nothing."""
-    layer = _layer("causal", qk_norm="rms", use_bias=False)
+    layer = _layer("causal", qk_norm=True, norm="rms", use_bias=False)
     query, _ = _inputs("causal")
     before = ops.convert_to_numpy(layer(query))
     kernel = ops.convert_to_numpy(layer.qkv_projection.kernel).copy()
@@ -722,15 +744,21 @@ def test_qk_norm_makes_the_scores_blind_to_the_projection_scale():
         (dict(num_kv_heads=3), "num_heads"),
         (dict(num_kv_heads=0), "num_kv_heads"),
         (dict(position="rope"), "position"),
-        (dict(mode="cross", position="rotary"), "position"),
+
         (dict(rotary_fraction=0.0), "rotary_fraction"),
         (dict(rotary_base=0), "rotary_base"),
         (dict(qk_norm="batch"), "qk_norm"),
+        (dict(norm="batch"), "norm"),
     ],
 )
 def test_bad_toggles_raise_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         MultiHeadAttention(num_heads=HEADS, **kwargs)
+
+
+def test_cross_attention_with_a_position_raises():
+    with pytest.raises(ValueError, match="`position` is for self-attention"):
+        CrossAttention(num_heads=HEADS, position="rotary")
 
 
 @pytest.mark.parametrize("toggles", ["gqa", "alibi", "rotary_partial_gqa"])
@@ -748,4 +776,54 @@ def test_toggles_keep_the_fused_kernel_with_grouped_heads(monkeypatch, toggles):
     query, _ = _inputs("causal")
     layer(query)
     kv_heads = layer.kv_heads
-    assert calls == [(HEADS, kv_heads, layer.position == "alibi")]
+    assert calls == [(HEADS, kv_heads, layer.config.position == "alibi")]
+
+
+# --- the block's config and names; older configs ------------------------------------
+
+
+def test_config_object_and_keywords_build_the_same_layer():
+    from keras_transformer.layers import AttentionConfig, BlockConfig
+
+    block = BlockConfig(num_heads=HEADS, d_ff=8, num_kv_heads=2, qk_norm=True, norm="rms",
+                        position="alibi", attention_dropout=0.1, dropout=0.2)
+    from_block = MultiHeadAttention(block, mode="causal")
+    from_keywords = MultiHeadAttention(num_heads=HEADS, num_kv_heads=2, qk_norm=True,
+                                       norm="rms", position="alibi", attention_dropout=0.1,
+                                       mode="causal")
+    assert from_block.config == from_keywords.config == AttentionConfig.of(block)
+    assert MultiHeadAttention(block, position=None).config.position is None  # keyword wins
+    config = from_block.get_config()
+    assert config["attention_dropout"] == 0.1 and "dropout" not in config and "d_ff" not in config
+    assert MultiHeadAttention.from_config(config).config == from_block.config
+    cross = CrossAttention(block)  # a block's position is its self-attention's
+    assert cross.config.position is None and cross.config.qk_norm
+    assert CrossAttention.from_config(cross.get_config()).config == cross.config
+
+
+def test_older_standalone_configs_load():
+    old = dict(name="attention", num_heads=HEADS, mode="causal", window=None, dropout=0.25,
+               use_bias=False, num_kv_heads=2, position="rotary", rotary_base=500.0,
+               rotary_fraction=0.5, qk_norm="rms", norm_epsilon=1e-6,
+               kernel_initializer="zeros", output_kernel_initializer=None)
+    layer = MultiHeadAttention.from_config(old)
+    assert isinstance(layer, MultiHeadAttention) and layer.mode == "causal"
+    c = layer.config
+    assert (c.attention_dropout, c.qk_norm, c.norm, c.layer_norm_epsilon) == (0.25, True, "rms",
+                                                                              1e-6)
+    assert (c.use_bias, c.num_kv_heads, c.position, c.rotary_base, c.rotary_fraction) == (
+        False, 2, "rotary", 500.0, 0.5)
+    plain = MultiHeadAttention.from_config(dict(old, qk_norm=None))
+    assert plain.config.qk_norm is False and plain.config.norm == "layer"
+    cross = MultiHeadAttention.from_config(dict(old, mode="cross", position=None, name="cross"))
+    assert isinstance(cross, CrossAttention) and cross.config.attention_dropout == 0.25
+    # The saved weights' paths are unchanged: query / key_value / output.
+    cross.build((None, T_LEN, D_MODEL), (None, S_LEN, D_MODEL))
+    assert {w.path for w in cross.weights} == {
+        "cross/query/kernel", "cross/key_value/kernel", "cross/query_norm/scale",
+        "cross/key_norm/scale", "cross/output/kernel"}
+
+
+def test_config_must_be_a_config():
+    with pytest.raises(ValueError, match="`config`.*num_heads"):
+        MultiHeadAttention(2)

@@ -110,20 +110,20 @@ CASES = [
      ValueError, r"`ids` must lie in \[0, vocab_size=32\)"),
     # --- masks and memory at the layer level -------------------------------------
     ("key-mask-wrong-length",
-     lambda: layers.MultiHeadAttention(2)(hidden(), key_mask=np.ones((BATCH, LENGTH - 1), bool)),
+     lambda: layers.MultiHeadAttention(num_heads=2)(hidden(), key_mask=np.ones((BATCH, LENGTH - 1), bool)),
      ValueError, r"`key_mask` must have shape \(batch, key_length\) = \(2, 5\); "
                  r"received shape \(2, 4\)"),
     ("key-mask-batch-1-not-broadcast",
-     lambda: layers.MultiHeadAttention(2)(hidden(), key_mask=np.ones((1, LENGTH), bool)),
+     lambda: layers.MultiHeadAttention(num_heads=2)(hidden(), key_mask=np.ones((1, LENGTH), bool)),
      ValueError, r"`key_mask` must have shape \(batch, key_length\) = \(2, 5\); "
                  r"received shape \(1, 5\)"),
     ("key-mask-3-D",
-     lambda: layers.MultiHeadAttention(2, mode="causal")(
+     lambda: layers.MultiHeadAttention(num_heads=2, mode="causal")(
          hidden(), key_mask=np.ones((BATCH, LENGTH, LENGTH), bool)),
      ValueError, r"`key_mask` must have shape \(batch, key_length\) = \(2, 5\); "
                  r"received shape \(2, 5, 5\)"),
     ("key-mask-float-not-cast",
-     lambda: layers.MultiHeadAttention(2)(hidden(), key_mask=np.full((BATCH, LENGTH), 0.5, "float32")),
+     lambda: layers.MultiHeadAttention(num_heads=2)(hidden(), key_mask=np.full((BATCH, LENGTH), 0.5, "float32")),
      ValueError, r"`key_mask` must be a bool mask \(True = real token\); received dtype float32"),
     ("padding-mask-wrong-length",
      lambda: layers.TransformerBlock(num_heads=2, d_ff=16)(
@@ -145,7 +145,7 @@ CASES = [
      r"`padding_mask` must have shape \(batch, key_length\) = \(2, 5\); "
      r"received shape \(1, 5\)"),
     ("memory-batch-not-broadcast",
-     lambda: layers.MultiHeadAttention(2, mode="cross")(hidden(), memory=hidden((1, 4, WIDTH))),
+     lambda: layers.CrossAttention(num_heads=2)(hidden(), memory=hidden((1, 4, WIDTH))),
      ValueError, r"`memory` must have the batch size of `query` \(2\); "
                  r"received memory of shape \(1, 4, 8\)"),
     ("negative-start-index",
@@ -207,15 +207,21 @@ CASES = [
     ("int-qk-norm", lambda: gpt(qk_norm=1), ValueError,
      r"`qk_norm` must be True or False; received 1"),
     ("attention-kv-heads-do-not-divide-heads",
-     lambda: layers.MultiHeadAttention(4, num_kv_heads=3), ValueError,
+     lambda: layers.MultiHeadAttention(num_heads=4, num_kv_heads=3), ValueError,
      r"`num_heads` \(4\) must be divisible by `num_kv_heads` \(3\)"),
-    ("attention-qk-norm-a-bool", lambda: layers.MultiHeadAttention(2, qk_norm=True), ValueError,
-     r"`qk_norm` must be one of None, 'layer', 'rms'; received True"),
+    ("attention-qk-norm-a-bool", lambda: layers.MultiHeadAttention(num_heads=2, qk_norm="rms"),
+     ValueError, r"`qk_norm` must be True or False; received 'rms'"),
+    ("attention-config-not-a-config", lambda: layers.MultiHeadAttention(2), ValueError,
+     r"`config` must be an AttentionConfig or BlockConfig, its dict or None"),
+    ("attention-old-dropout-name", lambda: layers.MultiHeadAttention(num_heads=2, dropout=0.1),
+     ValueError, r"`dropout` is not an argument of MultiHeadAttention: .* use `attention_dropout`"),
+    ("attention-cross-mode", lambda: layers.MultiHeadAttention(num_heads=2, mode="cross"),
+     ValueError, r"`mode` must be one of .*use keras_transformer.layers.CrossAttention"),
     ("cross-attention-with-rotary",
-     lambda: layers.MultiHeadAttention(2, mode="cross", position="rotary"), ValueError,
-     r"`position` is for self-attention: .* received position='rotary' with mode='cross'"),
+     lambda: layers.CrossAttention(num_heads=2, position="rotary"), ValueError,
+     r"`position` is for self-attention: .* received position='rotary' for CrossAttention"),
     ("attention-rotary-odd-head-width",
-     lambda: layers.MultiHeadAttention(2, mode="causal", position="rotary")(
+     lambda: layers.MultiHeadAttention(num_heads=2, mode="causal", position="rotary")(
          hidden((BATCH, LENGTH, 6))), ValueError,
      r"Rotary positions turn pairs of features: the head width \(d_model / num_heads = 3\) "
      r"must be even"),
