@@ -204,7 +204,7 @@ def test_paper_toggles_of_the_presets():
 def test_override_dropout_reaches_the_layers_and_behaviour():
     ids = np.random.default_rng(0).integers(1, 128, size=(8, 8)).astype("int32")
     off = DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
-    assert off.config.dropout == 0.0
+    assert off.config.block.dropout == 0.0
     assert off.get_config()["dropout"] == 0.0
     assert all(block.config.dropout == 0.0 for block in off.blocks)
     np.testing.assert_array_equal(
@@ -212,7 +212,7 @@ def test_override_dropout_reaches_the_layers_and_behaviour():
         ops.convert_to_numpy(off(ids, training=False)),
     )
     on = DecoderOnly.from_preset("gpt2_tiny")  # preset dropout 0.1
-    assert on.config.dropout == 0.1
+    assert on.config.block.dropout == 0.1
     assert not np.allclose(
         ops.convert_to_numpy(on(ids, training=True)),
         ops.convert_to_numpy(on(ids, training=False)),
@@ -224,7 +224,7 @@ def test_overrides_apply_to_encoder_decoder_presets():
         "transformer_tiny", vocab_size=64, activation="gelu", pad_id=3, max_length=16
     )
     config = model.config
-    assert (config.vocab_size, config.activation, config.pad_id) == (64, "gelu", 3)
+    assert (config.vocab_size, config.block.activation, config.pad_id) == (64, "gelu", 3)
     assert model.get_config()["vocab_size"] == 64
     assert model.token_embedding.embeddings.shape == (64, 32)
     assert all(b.config.activation == "gelu" for b in model.encoder_blocks + model.decoder_blocks)
@@ -304,7 +304,7 @@ def test_gpt_presets_stop_on_end_of_text_only_with_gpt2s_vocabulary():
 def test_from_preset_takes_the_models_dtype_and_name(name):
     model = _family(name).from_preset(name, dtype="mixed_bfloat16", name="mine", dropout=0.0)
     assert model.name == "mine" and model.dtype_policy.name == "mixed_bfloat16"
-    assert model.config.dropout == 0.0
+    assert model.config.block.dropout == 0.0
     assert {v.dtype for v in model.weights} == {"float32"}
     # the config is the preset's: dtype and name are the model's, not config fields
     assert _family(name).preset_config(name, dtype="bfloat16") == _family(name).preset_config(name)
