@@ -2,9 +2,10 @@
 
 A block's architecture is a handful of choices, each from a paper: where the
 norm stands and which norm, which feed-forward, how attention encodes
-positions, how many key/value heads. `TransformerConfig` (the whole model)
-holds the same fields under the same names and hands a `BlockConfig` to each
-block (`TransformerConfig.block`). The attention layer takes its share through `attention_arguments`, the
+positions, how many key/value heads. A toggle of the block is a field here
+and nothing else: `TransformerConfig.block` holds one, and the models take it
+as `block=` or its fields as keywords, by these names (no list of them
+elsewhere). The attention layer takes its share through `attention_arguments`, the
 feed-forward through `feed_forward_arguments`: the mapping from toggles to
 sublayers is written here, once. A block's `get_config` lists the fields
 as keywords, next to its own arguments.
@@ -47,7 +48,8 @@ class BlockConfig:
             gated kinds name their own.
         use_bias: biases in the attention and feed-forward projections
             (LLaMA has none).
-        dropout: rate on each sub-layer's output before the residual add.
+        dropout: rate on each sub-layer's output before the residual add (in
+            a model, also on the embedding sum).
         attention_dropout: rate on the attention probabilities.
         position: what self-attention does about positions: None (the model
             adds them to the embeddings), `"rotary"` (RoPE on queries and keys)

@@ -205,7 +205,7 @@ def test_override_dropout_reaches_the_layers_and_behaviour():
     ids = np.random.default_rng(0).integers(1, 128, size=(8, 8)).astype("int32")
     off = DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
     assert off.config.block.dropout == 0.0
-    assert off.get_config()["dropout"] == 0.0
+    assert off.get_config()["block"]["dropout"] == 0.0
     assert all(block.config.dropout == 0.0 for block in off.blocks)
     np.testing.assert_array_equal(
         ops.convert_to_numpy(off(ids, training=True)),
