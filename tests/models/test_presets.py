@@ -179,20 +179,23 @@ def test_unequal_depths_count_by_hand():
 def test_paper_toggles_of_the_presets():
     gpt2 = preset_config("gpt2_small")
     assert (gpt2.num_encoder_layers, gpt2.num_decoder_layers) == (0, 12)
-    assert (gpt2.d_model, gpt2.num_heads, gpt2.d_ff) == (768, 12, 3072)
+    assert (gpt2.d_model, gpt2.block.num_heads, gpt2.block.d_ff) == (768, 12, 3072)
     assert (gpt2.vocab_size, gpt2.max_length) == (50257, 1024)
-    assert (gpt2.ln_position, gpt2.position, gpt2.activation) == ("pre", "learned", "gelu")
+    assert (gpt2.block.ln_position, gpt2.position, gpt2.block.activation) == (
+        "pre", "learned", "gelu")
     assert gpt2.tie_embeddings and not gpt2.scale_embeddings
 
     base = preset_config("transformer_base")
     assert (base.num_encoder_layers, base.num_decoder_layers) == (6, 6)
-    assert (base.d_model, base.num_heads, base.d_ff, base.dropout) == (512, 8, 2048, 0.1)
-    assert (base.ln_position, base.position, base.activation) == ("post", "sinusoidal", "relu")
+    assert (base.d_model, base.block.num_heads, base.block.d_ff, base.block.dropout) == (
+        512, 8, 2048, 0.1)
+    assert (base.block.ln_position, base.position, base.block.activation) == (
+        "post", "sinusoidal", "relu")
     assert base.tie_embeddings and base.scale_embeddings
-    assert preset_config("transformer_big").dropout == 0.3
+    assert preset_config("transformer_big").block.dropout == 0.3
 
     gpt3 = preset_config("gpt3_175b")
-    assert (gpt3.num_decoder_layers, gpt3.d_model, gpt3.num_heads) == (96, 12288, 96)
+    assert (gpt3.num_decoder_layers, gpt3.d_model, gpt3.block.num_heads) == (96, 12288, 96)
     assert gpt3.max_length == 2048
     modes = [gpt3.decoder_attention_mode(i) for i in range(4)]
     assert modes == ["causal", "banded", "causal", "banded"]  # GPT-3 alternates
