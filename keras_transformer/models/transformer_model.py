@@ -698,5 +698,9 @@ class TransformerModel(keras.Model):
     def from_config(cls, config):
         """The model of a `get_config` dict: `block` nested (this version) or its fields flat
         beside the model's own arguments (files saved before `block` existed); both are
-        what `__init__` takes."""
+        what `__init__` takes.
+
+        Args:
+            config: a dict `get_config` wrote, now or before `block` existed.
+        """
         return cls(**config)
