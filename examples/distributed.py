@@ -102,7 +102,7 @@ def main():
     devices = keras.distribution.list_devices()
     print(f"{len(devices)} devices: {', '.join(devices)}")
     config = kt.models.preset_config(args.preset, dropout=0.0)
-    model_size = args.model_size or default_model_size(len(devices), config.num_heads)
+    model_size = args.model_size or default_model_size(len(devices), config.block.num_heads)
     args.batch_size = args.batch_size or 8 * len(devices)
 
     keras.utils.set_random_seed(0)

@@ -210,18 +210,20 @@ def _check_exportable(model):
     if not isinstance(model, DecoderOnly):
         raise ValueError(f"Only a DecoderOnly exports to GPT-2; received {type(model).__name__}.")
     c = model.config
-    required = dict(ln_position="pre", position="learned", scale_embeddings=False,
-                    attention_window=None, norm="layer", feed_forward="mlp", use_bias=True,
-                    qk_norm=False, num_kv_heads=c.num_heads if c.num_kv_heads else None)
-    for key, value in required.items():
-        if getattr(c, key) != value:
-            raise ValueError(
-                f"GPT-2 cannot express this model: it needs {key}={value!r}; the model has "
-                f"{key}={getattr(c, key)!r}."
-            )
-    if c.activation not in OURS_TO_HF_ACTIVATION:
+    required = [(c, dict(position="learned", scale_embeddings=False, attention_window=None)),
+                (c.block, dict(ln_position="pre", norm="layer", feed_forward="mlp",
+                               use_bias=True, qk_norm=False,
+                               num_kv_heads=c.block.num_heads if c.block.num_kv_heads else None))]
+    for config, values in required:
+        for key, value in values.items():
+            if getattr(config, key) != value:
+                raise ValueError(
+                    f"GPT-2 cannot express this model: it needs {key}={value!r}; the model has "
+                    f"{key}={getattr(config, key)!r}."
+                )
+    if c.block.activation not in OURS_TO_HF_ACTIVATION:
         raise ValueError(
-            f"GPT-2 cannot express activation={c.activation!r}; exportable: "
+            f"GPT-2 cannot express activation={c.block.activation!r}; exportable: "
             f"{', '.join(repr(a) for a in OURS_TO_HF_ACTIVATION)}."
         )
 
@@ -255,13 +257,13 @@ def hf_gpt2_config(model):
         "n_positions": c.max_length,
         "n_embd": c.d_model,
         "n_layer": c.num_decoder_layers,
-        "n_head": c.num_heads,
-        "n_inner": c.d_ff,
-        "activation_function": OURS_TO_HF_ACTIVATION[c.activation],
-        "resid_pdrop": c.dropout,
-        "embd_pdrop": c.dropout,
-        "attn_pdrop": c.attention_dropout,
-        "layer_norm_epsilon": c.layer_norm_epsilon,
+        "n_head": c.block.num_heads,
+        "n_inner": c.block.d_ff,
+        "activation_function": OURS_TO_HF_ACTIVATION[c.block.activation],
+        "resid_pdrop": c.block.dropout,
+        "embd_pdrop": c.block.dropout,
+        "attn_pdrop": c.block.attention_dropout,
+        "layer_norm_epsilon": c.block.layer_norm_epsilon,
         "initializer_range": 0.02,
         "scale_attn_weights": True,
         "scale_attn_by_inverse_layer_idx": False,

@@ -55,7 +55,7 @@ def _name_table(model, prefix):
         table.append((h + "self_attn.o_proj.weight", output.kernel, True))
         table.append((h + "post_attention_layernorm.weight", block.feed_forward_norm.scale, False))
         table += [(f"{h}mlp.{name}.weight", layer.kernel, True) for name, layer in mlp]
-        if model.config.use_bias:
+        if model.config.block.use_bias:
             table += [(f"{h}self_attn.{x}_proj.bias", qkv.bias, False, columns[x]) for x in "qkv"]
             table.append((h + "self_attn.o_proj.bias", output.bias, False))
             table += [(f"{h}mlp.{name}.bias", layer.bias, False) for name, layer in mlp]
@@ -206,7 +206,7 @@ def from_hf_llama(
     >>> ids = np.array([[5, 6, 7]])
     >>> float(np.max(np.abs(ops.convert_to_numpy(ours(ids) - llama(ids))))) < 1e-5
     True
-    >>> from_hf_llama(state, num_heads=4).config.num_kv_heads  # no config: from k_proj
+    >>> from_hf_llama(state, num_heads=4).config.block.num_kv_heads  # no config: from k_proj
     2
     """
     state, found_config = _common.resolve_hf_source(source, "LlamaConfig")
@@ -290,15 +290,16 @@ def _check_exportable(model):
     if not isinstance(model, DecoderOnly):
         raise ValueError(f"Only a DecoderOnly exports to Llama; received {type(model).__name__}.")
     c = model.config
-    required = dict(ln_position="pre", position="rotary", norm="rms", feed_forward="swiglu",
-                    scale_embeddings=False, attention_window=None, qk_norm=False,
-                    rotary_fraction=1.0)
-    for key, value in required.items():
-        if getattr(c, key) != value:
-            raise ValueError(
-                f"Llama cannot express this model: it needs {key}={value!r}; the model has "
-                f"{key}={getattr(c, key)!r}."
-            )
+    required = [(c, dict(position="rotary", scale_embeddings=False, attention_window=None)),
+                (c.block, dict(ln_position="pre", norm="rms", feed_forward="swiglu",
+                               qk_norm=False, rotary_fraction=1.0))]
+    for config, values in required:
+        for key, value in values.items():
+            if getattr(config, key) != value:
+                raise ValueError(
+                    f"Llama cannot express this model: it needs {key}={value!r}; the model has "
+                    f"{key}={getattr(config, key)!r}."
+                )
 
 
 def hf_llama_config(model):
@@ -333,19 +334,19 @@ def hf_llama_config(model):
         "architectures": ["LlamaForCausalLM"],
         "vocab_size": c.vocab_size,
         "hidden_size": c.d_model,
-        "intermediate_size": c.d_ff,
+        "intermediate_size": c.block.d_ff,
         "num_hidden_layers": c.num_decoder_layers,
-        "num_attention_heads": c.num_heads,
+        "num_attention_heads": c.block.num_heads,
         "num_key_value_heads": attention.kv_heads,
         "head_dim": attention.d_head,
         "hidden_act": "silu",
         "max_position_embeddings": c.max_length,
-        "rms_norm_eps": c.layer_norm_epsilon,
-        "rope_parameters": {"rope_type": "default", "rope_theta": c.rotary_base},
-        "rope_theta": c.rotary_base,
-        "attention_bias": c.use_bias,
-        "mlp_bias": c.use_bias,
-        "attention_dropout": c.attention_dropout,
+        "rms_norm_eps": c.block.layer_norm_epsilon,
+        "rope_parameters": {"rope_type": "default", "rope_theta": c.block.rotary_base},
+        "rope_theta": c.block.rotary_base,
+        "attention_bias": c.block.use_bias,
+        "mlp_bias": c.block.use_bias,
+        "attention_dropout": c.block.attention_dropout,
         "tie_word_embeddings": c.tie_embeddings,
         "initializer_range": 0.02,
         "pretraining_tp": 1,

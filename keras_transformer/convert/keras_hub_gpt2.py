@@ -95,7 +95,7 @@ def from_keras_hub_gpt2(source, *, pad_id=None, dropout=None, dtype=None, name=N
     >>> backbone = keras_hub.models.GPT2Backbone(vocabulary_size=128, num_layers=2,
     ...     num_heads=4, hidden_dim=32, intermediate_dim=128, max_sequence_length=64)
     >>> ours = from_keras_hub_gpt2(backbone)  # or the folder of backbone.save_to_preset(...)
-    >>> ours.config.num_decoder_layers, ours.config.d_model, ours.config.ln_position
+    >>> ours.config.num_decoder_layers, ours.config.d_model, ours.config.block.ln_position
     (2, 32, 'pre')
     """
     backbone = _backbone(source)

@@ -263,7 +263,7 @@ def from_torch_transformer(
     >>> decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(
     ...     32, 4, 64, batch_first=True), num_layers=2)
     >>> ours = from_torch_transformer(encoder, decoder, nn.Embedding(100, 32), pad_id=0)
-    >>> ours.config.num_encoder_layers, ours.config.num_heads, ours.config.ln_position
+    >>> ours.config.num_encoder_layers, ours.config.block.num_heads, ours.config.block.ln_position
     (2, 4, 'post')
     """
     inferred = {"encoder": _module_settings(encoder), "decoder": _module_settings(decoder)}

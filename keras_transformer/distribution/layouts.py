@@ -164,8 +164,8 @@ def check_split(config, embedding, model_size):
             f"`keras_transformer.models.preset_config(name)`); received "
             f"{type(config).__name__}."
         )
-    kv_width = config.block.kv_heads * (config.d_model // config.num_heads)
-    split = {"d_model": config.d_model, "d_ff": config.d_ff,
+    kv_width = config.block.kv_heads * (config.d_model // config.block.num_heads)
+    split = {"d_model": config.d_model, "d_ff": config.block.d_ff,
              "num_kv_heads x d_head (key and value columns)": kv_width}
     if embedding == "vocab":
         split["vocab_size"] = config.vocab_size

@@ -256,7 +256,7 @@ def weight_shapes(config, name=None):
         name = "encoder_decoder" if encoder_decoder else "decoder_only"
     if not isinstance(name, str) or not name:
         raise ValueError(f"`name` must be a non-empty string or None; received {name!r}.")
-    d, pre = config.d_model, config.ln_position == "pre"
+    d, pre = config.d_model, config.block.ln_position == "pre"
     shapes = [(f"{name}/token_embedding/embeddings", (config.vocab_size, d))]
     if config.position == "learned":
         shapes.append((f"{name}/position_embedding/table", (config.max_length, d)))
@@ -270,7 +270,7 @@ def weight_shapes(config, name=None):
         for i in range(count):
             shapes += _block_shapes(config, f"{name}/{block_name}_{i}", cross)
         if pre:
-            shapes += _norm_shapes(config.norm, d, f"{name}/{norm_name}")
+            shapes += _norm_shapes(config.block.norm, d, f"{name}/{norm_name}")
     return shapes
 
 
@@ -432,9 +432,9 @@ class _Split:
         Flash attention keeps no scores (one float per head and token).
         """
         keeps_scores = not flash_attention or config.block.attention_dropout > 0
-        if keeps_scores and config.num_heads % self.model:
+        if keeps_scores and config.block.num_heads % self.model:
             raise ValueError(
-                f"`num_heads` ({config.num_heads}) must be divisible by the model axis size "
+                f"`num_heads` ({config.block.num_heads}) must be divisible by the model axis size "
                 f"({self.model}) to plan attention that keeps its scores: with heads split "
                 "unevenly XLA lays them out in ways the plan does not model (or pass "
                 "flash_attention=True)."
@@ -511,12 +511,12 @@ def _stack_bytes(config, split, rows, length, sources, compute, flash, remat):
     ]
     stacks.append((decoder, length, sources if encoder_decoder else 0))
     embedded = d * compute
-    if config.dropout > 0:
+    if config.block.dropout > 0:
         embedded += d * _RANDOM_WORDS + d * compute
     final_norm = 0
-    if config.ln_position == "pre":
-        final_norm = (_NORM_TENSORS[config.norm] * d * compute
-                      + _NORM_STATISTICS[config.norm] * _FLOAT32)
+    if config.block.ln_position == "pre":
+        final_norm = (_NORM_TENSORS[config.block.norm] * d * compute
+                      + _NORM_STATISTICS[config.block.norm] * _FLOAT32)
     total, working = 0, 0
     for per_block, positions, memory in stacks:
         tokens = rows * positions

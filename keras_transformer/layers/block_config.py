@@ -2,9 +2,10 @@
 
 A block's architecture is a handful of choices, each from a paper: where the
 norm stands and which norm, which feed-forward, how attention encodes
-positions, how many key/value heads. `TransformerConfig` (the whole model)
-holds the same fields under the same names and hands a `BlockConfig` to each
-block (`TransformerConfig.block`).
+positions, how many key/value heads. A toggle of the block is a field here
+and nothing else: `TransformerConfig.block` holds one, and the models take it
+as `block=` or its fields as keywords, by these names (no list of them
+elsewhere).
 
 The attention toggles are `AttentionConfig`'s fields, and a `BlockConfig` is an
 `AttentionConfig` with the block's other fields added: the attention layers
@@ -147,7 +148,8 @@ class BlockConfig(AttentionConfig):
             LLaMA's choice (three matrices, `d_ff` wide).
         activation: the `"mlp"` non-linearity (`"relu"`, `"gelu"`, ...); the
             gated kinds name their own.
-        dropout: rate on each sub-layer's output before the residual add.
+        dropout: rate on each sub-layer's output before the residual add (in
+            a model, also on the embedding sum).
         num_heads: query heads (`AttentionConfig`).
         num_kv_heads: key/value heads; None: `num_heads` (`AttentionConfig`).
         norm: `"layer"` or `"rms"`, in every place a norm stands.

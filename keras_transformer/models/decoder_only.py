@@ -1,5 +1,6 @@
 """GPT-2/GPT-3 style decoder-only language model."""
 
+import dataclasses
 import math
 
 import keras
@@ -19,23 +20,26 @@ class DecoderOnly(TransformerModel):
     """A stack of causal Transformer blocks over a token sequence (GPT).
 
     Defaults are GPT-2's toggles (pre-LN with a final LayerNorm, learned
-    positions, GELU, output projection tied to the token embedding, no
-    embedding scaling). Flip any of them to get the 2017 decoder's behaviour;
-    set `attention_window` for GPT-3's alternating dense and banded layers.
+    positions, GELU, dropout 0.1, output projection tied to the token
+    embedding, no embedding scaling). Flip any of them to get the 2017
+    decoder's behaviour; set `attention_window` for GPT-3's alternating dense
+    and banded layers.
+
+    The blocks' toggles (heads, widths, norm and its place, feed-forward,
+    attention) are the fields of `keras_transformer.layers.BlockConfig`: pass
+    one as `block`, or its fields as keywords (`num_heads=12, d_ff=3072`),
+    which start from GPT-2's (`BLOCK_DEFAULTS`: `ln_position="pre"`,
+    `activation="gelu"`, `dropout=0.1`; the rest are `BlockConfig`'s).
 
     Args:
         vocab_size: number of token ids.
         num_layers: number of blocks (GPT-2 small: 12).
         d_model: width of the residual stream (768).
-        num_heads: attention heads (12); must divide `d_model`.
-        d_ff: feed-forward inner width (3072).
+        block: the `BlockConfig` of every block (taken as it is), a dict of
+            some of its fields, or None (the fields as keywords).
         max_length: rows of the learned position table (1024).
-        ln_position: `"pre"` (GPT-2) or `"post"` (2017 paper).
         position: `"learned"` (GPT-2), `"sinusoidal"` (2017 paper),
-            `"rotary"` (LLaMA) or `"alibi"`.
-        activation: `"gelu"` (tanh approximation, GPT-2), `"relu"`, ...
-        dropout: rate on the embedding sum and on each sub-layer output.
-        attention_dropout: rate on the attention probabilities.
+            `"rotary"` (LLaMA) or `"alibi"`; the blocks' `position` follows.
         tie_embeddings: reuse the token embedding as the output projection.
         scale_embeddings: multiply token embeddings by `sqrt(d_model)`.
         pad_id: the padding token id (masked as a key, ignored by the loss,
@@ -43,22 +47,13 @@ class DecoderOnly(TransformerModel):
         attention_window: if set, banded layers look at most this far back.
         banded_layers: `"alternate"` (GPT-3: every second layer) or `"all"`.
         position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
-        layer_norm_epsilon: the norms' epsilon (LayerNorm or RMSNorm).
         end_id: the token that ends a text (GPT-2's `<|endoftext|>`, 50256):
             `generate` stops a row on it by default; None: no default stop.
-        norm: `"layer"` (LayerNorm) or `"rms"` (RMSNorm, LLaMA), everywhere a
-            norm stands.
-        feed_forward: `"mlp"`, or the gated `"swiglu"` (LLaMA) or `"geglu"`.
-        use_bias: biases in the attention and feed-forward projections
-            (LLaMA: none).
-        num_kv_heads: key/value heads, shared by groups of query heads
-            (grouped-query attention; 1 = multi-query); None: `num_heads`.
-        qk_norm: normalize each query and key head before their product.
-        rotary_base: RoPE's wavelength base, with `position="rotary"`.
-        rotary_fraction: share of each head's features that RoPE rotates.
         remat: recompute every block's activations in the backward pass
             instead of storing them (`TransformerConfig.remat`).
-        **kwargs: base `keras.Model` arguments (`name`, `dtype`).
+        **kwargs: fields of `BlockConfig` (`num_heads`, `d_ff`, `norm`, ...;
+            the block's `dropout` is also the embedding dropout), and the base
+            `keras.Model` arguments (`name`, `dtype`).
 
     Call arguments:
         ids: int token ids `(batch, T)`.
@@ -72,40 +67,36 @@ class DecoderOnly(TransformerModel):
 
     Example:
     >>> import numpy as np
-    >>> model = DecoderOnly(vocab_size=100, num_layers=2, d_model=32,
-    ...                     num_heads=4, d_ff=64, max_length=16)
+    >>> from keras_transformer.layers import BlockConfig
+    >>> block = BlockConfig(num_heads=4, d_ff=64, ln_position="pre", activation="gelu",
+    ...                     dropout=0.1)
+    >>> model = DecoderOnly(vocab_size=100, num_layers=2, d_model=32, block=block,
+    ...                     max_length=16)
     >>> tuple(model(np.array([[5, 6, 7]])).shape)
     (1, 3, 100)
+    >>> same = DecoderOnly(vocab_size=100, num_layers=2, d_model=32, num_heads=4, d_ff=64,
+    ...                    max_length=16)  # keywords start from GPT-2's block
+    >>> same.config == model.config
+    True
     """
+
+    BLOCK_DEFAULTS = dict(ln_position="pre", activation="gelu", dropout=0.1)  # GPT-2's
 
     def __init__(
         self,
         vocab_size,
         num_layers,
         d_model,
-        num_heads,
-        d_ff,
+        block=None,
         max_length=1024,
-        ln_position="pre",
         position="learned",
-        activation="gelu",
-        dropout=0.1,
-        attention_dropout=0.0,
         tie_embeddings=True,
         scale_embeddings=False,
         pad_id=None,
         attention_window=None,
         banded_layers="alternate",
         position_layout="interleaved",
-        layer_norm_epsilon=1e-5,
         end_id=None,
-        norm="layer",
-        feed_forward="mlp",
-        use_bias=True,
-        num_kv_heads=None,
-        qk_norm=False,
-        rotary_base=10000.0,
-        rotary_fraction=1.0,
         remat=False,
         **kwargs,
     ):
@@ -119,10 +110,31 @@ class DecoderOnly(TransformerModel):
         self.build((None, None))
 
     @staticmethod
-    def make_config(num_layers, **arguments):
+    def family_config(block, num_layers, **arguments):
         # Checked here so that the error names the argument the user passed.
         validation.check_int("num_layers", num_layers)
-        return TransformerConfig(num_decoder_layers=num_layers, num_encoder_layers=0, **arguments)
+        return TransformerConfig(num_decoder_layers=num_layers, num_encoder_layers=0,
+                                 block=block, **arguments)
+
+    def get_config(self):
+        c = self.config
+        return {
+            **super().get_config(),
+            "vocab_size": c.vocab_size,
+            "num_layers": c.num_decoder_layers,
+            "d_model": c.d_model,
+            "block": dataclasses.asdict(c.block),
+            "max_length": c.max_length,
+            "position": c.position,
+            "tie_embeddings": c.tie_embeddings,
+            "scale_embeddings": c.scale_embeddings,
+            "pad_id": c.pad_id,
+            "attention_window": c.attention_window,
+            "banded_layers": c.banded_layers,
+            "position_layout": c.position_layout,
+            "end_id": c.end_id,
+            "remat": c.remat,
+        }
 
     def initialization(self):
         return gpt2_initialization(self.config.num_decoder_layers)

@@ -1,5 +1,7 @@
 """The 2017 Transformer: an encoder stack and a decoder stack with cross-attention."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -20,46 +22,42 @@ class EncoderDecoder(TransformerModel):
     """Encoder-decoder Transformer ("Attention Is All You Need").
 
     Defaults are the paper's toggles: post-LN, sinusoidal positions, ReLU,
-    embeddings scaled by `sqrt(d_model)` and one matrix shared by the source
-    embedding, the target embedding and the pre-softmax projection.
+    dropout 0.1, embeddings scaled by `sqrt(d_model)` and one matrix shared
+    by the source embedding, the target embedding and the pre-softmax
+    projection.
+
+    The blocks' toggles (heads, widths, norm and its place, feed-forward,
+    attention) are the fields of `keras_transformer.layers.BlockConfig`: pass
+    one as `block`, or its fields as keywords (`num_heads=8, d_ff=2048`),
+    which start from the paper's (`BLOCK_DEFAULTS`: `dropout=0.1`; the rest,
+    post-LN and ReLU among them, are `BlockConfig`'s).
 
     Args:
         vocab_size: size of the vocabulary shared by source and target.
         num_layers: blocks per stack (6), unless the two below are given.
         d_model: width of the residual stream (512).
-        num_heads: attention heads (8); must divide `d_model`.
-        d_ff: feed-forward inner width (2048).
+        block: the `BlockConfig` of every block of both stacks (taken as it
+            is), a dict of some of its fields, or None (the fields as
+            keywords).
         max_length: rows of a learned position table (unused by sinusoids).
         num_encoder_layers: encoder blocks (default `num_layers`).
         num_decoder_layers: decoder blocks (default `num_layers`).
-        ln_position: `"post"` (paper) or `"pre"`.
         position: `"sinusoidal"` (paper), `"learned"`, `"rotary"` or
-            `"alibi"` (rotary and ALiBi act in self-attention only).
-        activation: `"relu"` (paper), `"gelu"`, ...
-        dropout: rate on embedding sums and each sub-layer output (base 0.1).
-        attention_dropout: rate on the attention probabilities.
+            `"alibi"` (rotary and ALiBi act in self-attention only); the
+            blocks' `position` follows.
         tie_embeddings: reuse the shared embedding as the output projection.
         scale_embeddings: multiply token embeddings by `sqrt(d_model)`.
         pad_id: the padding token id, masked in every attention, or None.
         position_layout: sinusoid layout, `"interleaved"` or `"concatenated"`.
-        layer_norm_epsilon: the norms' epsilon (LayerNorm or RMSNorm).
         start_id: the token every target starts with (`generate`'s default);
             `kt.data`'s vocabularies put it at 2.
         end_id: the token that ends every source and target (`generate`'s
             default stop id); `kt.data`'s vocabularies put it at 3.
-        norm: `"layer"` (LayerNorm) or `"rms"` (RMSNorm, LLaMA), everywhere a
-            norm stands.
-        feed_forward: `"mlp"`, or the gated `"swiglu"` (LLaMA) or `"geglu"`.
-        use_bias: biases in the attention and feed-forward projections
-            (LLaMA: none).
-        num_kv_heads: key/value heads, shared by groups of query heads
-            (grouped-query attention; 1 = multi-query); None: `num_heads`.
-        qk_norm: normalize each query and key head before their product.
-        rotary_base: RoPE's wavelength base, with `position="rotary"`.
-        rotary_fraction: share of each head's features that RoPE rotates.
         remat: recompute every block's activations in the backward pass
             instead of storing them (`TransformerConfig.remat`).
-        **kwargs: base `keras.Model` arguments (`name`, `dtype`).
+        **kwargs: fields of `BlockConfig` (`num_heads`, `d_ff`, `norm`, ...;
+            the block's `dropout` is also the embedding dropout), and the base
+            `keras.Model` arguments (`name`, `dtype`).
 
     Call arguments:
         inputs: dict with `"source"` ids `(batch, S)` and `"target"` ids
@@ -77,37 +75,29 @@ class EncoderDecoder(TransformerModel):
     ...                 "target": np.array([[2, 9, 9, 9, 9, 9, 9]])})
     >>> tuple(logits.shape)
     (1, 7, 100)
+    >>> from keras_transformer.layers import BlockConfig
+    >>> model.config.block == BlockConfig(num_heads=4, d_ff=64, dropout=0.1)
+    True
     """
+
+    BLOCK_DEFAULTS = dict(dropout=0.1)  # the paper's; its post-LN and ReLU are BlockConfig's
 
     def __init__(
         self,
         vocab_size,
         num_layers,
         d_model,
-        num_heads,
-        d_ff,
+        block=None,
         max_length=1024,
         num_encoder_layers=None,
         num_decoder_layers=None,
-        ln_position="post",
         position="sinusoidal",
-        activation="relu",
-        dropout=0.1,
-        attention_dropout=0.0,
         tie_embeddings=True,
         scale_embeddings=True,
         pad_id=PAD_ID,
         position_layout="interleaved",
-        layer_norm_epsilon=1e-5,
         start_id=START_ID,
         end_id=END_ID,
-        norm="layer",
-        feed_forward="mlp",
-        use_bias=True,
-        num_kv_heads=None,
-        qk_norm=False,
-        rotary_base=10000.0,
-        rotary_fraction=1.0,
         remat=False,
         **kwargs,
     ):
@@ -125,7 +115,8 @@ class EncoderDecoder(TransformerModel):
         self.build({"source": (None, None), "target": (None, None)})
 
     @staticmethod
-    def make_config(num_layers, num_encoder_layers=None, num_decoder_layers=None, **arguments):
+    def family_config(block, num_layers, num_encoder_layers=None, num_decoder_layers=None,
+                      **arguments):
         # Checked here so that errors name the argument the user passed, and so
         # that no encoder-decoder has 0 encoder blocks: the config reads
         # `num_encoder_layers == 0` as decoder-only (no cross-attention).
@@ -137,8 +128,30 @@ class EncoderDecoder(TransformerModel):
         return TransformerConfig(
             num_encoder_layers=num_layers if num_encoder_layers is None else num_encoder_layers,
             num_decoder_layers=num_layers if num_decoder_layers is None else num_decoder_layers,
+            block=block,
             **arguments,
         )
+
+    def get_config(self):
+        c = self.config
+        return {
+            **super().get_config(),
+            "vocab_size": c.vocab_size,
+            "num_layers": c.num_decoder_layers,
+            "d_model": c.d_model,
+            "block": dataclasses.asdict(c.block),
+            "max_length": c.max_length,
+            "num_encoder_layers": c.num_encoder_layers,
+            "num_decoder_layers": c.num_decoder_layers,
+            "position": c.position,
+            "tie_embeddings": c.tie_embeddings,
+            "scale_embeddings": c.scale_embeddings,
+            "pad_id": c.pad_id,
+            "position_layout": c.position_layout,
+            "start_id": c.start_id,
+            "end_id": c.end_id,
+            "remat": c.remat,
+        }
 
     def initialization(self):
         return paper_initialization(self.config.d_model)

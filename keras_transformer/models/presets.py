@@ -1,8 +1,13 @@
 """Named architectures: the papers' sizes and small ones for tests and demos.
 
 Each preset is the family's class name and the keyword arguments of its
-constructor. `from_preset(name, **overrides)` starts from them.
+constructor, block fields among them as keywords (each one can then be
+overridden alone). `from_preset(name, **overrides)` starts from them.
 """
+
+import dataclasses
+
+from keras_transformer.layers.block_config import BlockConfig
 
 _TRANSFORMER = dict(  # the 2017 paper's toggles
     ln_position="post",
@@ -129,9 +134,13 @@ def override(arguments, overrides):
 
     GPT-2's end id (50256, `<|endoftext|>`) belongs to GPT-2's vocabulary: a
     preset given another `vocab_size` drops it (no default stop id) unless
-    `end_id` is overridden too.
+    `end_id` is overridden too. A `block` override replaces the preset's block
+    fields (a `BlockConfig` is a whole block); flat block fields replace one each.
     """
     arguments = dict(arguments)
+    if "block" in overrides:
+        block_fields = {field.name for field in dataclasses.fields(BlockConfig)}
+        arguments = {k: v for k, v in arguments.items() if k not in block_fields}
     vocab_changed = overrides.get("vocab_size", arguments.get("vocab_size")) != arguments.get(
         "vocab_size"
     )

@@ -18,6 +18,8 @@ from keras_transformer.models import host_checks
 from keras_transformer.models import lora
 from keras_transformer.models import presets
 from keras_transformer.models.backend_neutral_config import backend_neutral
+from keras_transformer.models.config import BLOCK_FIELDS
+from keras_transformer.models.config import block_from_arguments
 from keras_transformer.training.schedule_from_fit import ScheduleFromFit
 from keras_transformer.training.schedule_from_fit import sizable_schedule
 from keras_transformer.training.stop_on_non_finite_loss import StopOnNonFiniteLoss
@@ -29,9 +31,13 @@ _FIT_SIGNATURE = inspect.signature(keras.Model.fit)
 MODEL_ARGUMENTS = ("name", "dtype")
 """`keras.Model` arguments that `from_preset` passes on beside the preset's."""
 
+KERAS_ARGUMENTS = MODEL_ARGUMENTS + ("trainable",)
+"""`keras.Model` arguments a model takes beside its own (`get_config` writes all three)."""
+
 
 def constructor_arguments(local_variables):
-    """A subclass constructor's own arguments, from its `locals()`: what get_config returns."""
+    """A subclass constructor's own arguments, from its `locals()` (the keywords left in
+    `**kwargs`, block fields and `keras.Model`'s, travel on separately)."""
     return {
         k: v
         for k, v in local_variables.items()
@@ -58,22 +64,30 @@ def _is_auto(value):
 class TransformerModel(keras.Model):
     """Base of `EncoderDecoder` and `DecoderOnly`; not used directly.
 
-    Subclasses turn their constructor arguments into a `TransformerConfig`
-    (`make_config`), and this class creates the layers that config asks for.
+    Subclasses take their own arguments (vocabulary, depth, width, embeddings,
+    special ids), `block` and, as keywords, any field of `BlockConfig`;
+    `make_config` turns them into a `TransformerConfig`, and this class
+    creates the layers that config asks for. A subclass lists its own
+    arguments in its signature and its `get_config`, and its family's block
+    defaults once, in `BLOCK_DEFAULTS`; block toggles are listed nowhere here.
     Weights are created at construction, so `count_params()` works at once.
     """
 
+    BLOCK_DEFAULTS = {}
+    """The family's block fields where they differ from `BlockConfig`'s defaults: what a
+    `block` given as a dict or as keywords starts from (a `BlockConfig` is taken as it is)."""
+
     def __init__(self, arguments, **kwargs):
-        super().__init__(**kwargs)
+        keras_arguments = {k: kwargs.pop(k) for k in KERAS_ARGUMENTS if k in kwargs}
+        config = self.make_config(**arguments, **kwargs)  # kwargs: block fields, by name
+        super().__init__(**keras_arguments)
         compute_dtype = self.dtype_policy.compute_dtype
         if "float" not in compute_dtype:
             raise ValueError(
                 "`dtype` must be a floating-point dtype policy (e.g. 'float32', "
                 f"'mixed_bfloat16'); received compute dtype {compute_dtype}."
             )
-        self._arguments = arguments
-        self.config = self.make_config(**arguments)
-        c = self.config
+        self.config = c = config
         self._init_rule = self.initialization()
         self.token_embedding = TokenEmbedding(
             c.vocab_size,
@@ -97,7 +111,7 @@ class TransformerModel(keras.Model):
         else:  # rotary or ALiBi: the attention layers encode positions
             self.position_embedding = None
         self.embedding_dropout = keras.layers.Dropout(
-            c.dropout, dtype=self.dtype_policy, name="embedding_dropout"
+            c.block.dropout, dtype=self.dtype_policy, name="embedding_dropout"
         )
         if not c.tie_embeddings:
             self.output_projection = keras.layers.Dense(
@@ -111,8 +125,51 @@ class TransformerModel(keras.Model):
             )
 
     # --- per-family choices --------------------------------------------------
+    @classmethod
+    def make_config(cls, block=None, **arguments):
+        """The `TransformerConfig` of constructor arguments, without building anything.
+
+        The family's own arguments take their defaults from the constructor's
+        signature; every other keyword must name a field of `BlockConfig` and
+        joins `block` (`config.block_from_arguments`, over `BLOCK_DEFAULTS`).
+
+        Args:
+            block: a `BlockConfig`, a dict of its fields, or None.
+            **arguments: the family's own arguments and block fields as keywords.
+
+        Raises:
+            ValueError: a keyword that is neither, a block field given twice,
+                or a value the config refuses.
+        """
+        own = cls.own_arguments()
+        flat = {k: arguments.pop(k) for k in list(arguments) if k not in own}
+        unknown = sorted(set(flat) - set(BLOCK_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"{cls.__name__} got unknown keyword argument(s) {unknown}; it takes "
+                f"{', '.join(own)}, block, {', '.join(KERAS_ARGUMENTS)} and, as keywords, "
+                f"the fields of BlockConfig: {', '.join(BLOCK_FIELDS)}."
+            )
+        missing = [name for name, default in own.items()
+                   if default is inspect.Parameter.empty and name not in arguments]
+        if missing:
+            raise ValueError(f"{cls.__name__} needs {', '.join(missing)}.")
+        arguments = {**{k: v for k, v in own.items() if v is not inspect.Parameter.empty},
+                     **arguments}
+        block = block_from_arguments(block, flat, cls.BLOCK_DEFAULTS, owner=cls.__name__)
+        return cls.family_config(block=block, **arguments)
+
+    @classmethod
+    def own_arguments(cls):
+        """`{name: default}` of the constructor's own arguments (`inspect.Parameter.empty`
+        where required), `block` and the `**kwargs` aside."""
+        return {name: parameter.default
+                for name, parameter in inspect.signature(cls.__init__).parameters.items()
+                if name not in ("self", "block", "kwargs")}
+
     @staticmethod
-    def make_config(**arguments):
+    def family_config(block, **arguments):
+        """The `TransformerConfig` of the family's own arguments (complete) and `block`."""
         raise NotImplementedError
 
     def initialization(self):
@@ -138,9 +195,9 @@ class TransformerModel(keras.Model):
     def _final_norm(self, name):
         """The extra norm closing a pre-LN stack; post-LN stacks end normalized."""
         c = self.config
-        if c.ln_position != "pre":
+        if c.block.ln_position != "pre":
             return None
-        return make_norm(c.norm, c.layer_norm_epsilon, self.dtype_policy, name)
+        return make_norm(c.block.norm, c.block.layer_norm_epsilon, self.dtype_policy, name)
 
     def _build_shared(self):
         hidden_shape = (None, None, self.config.d_model)
@@ -343,7 +400,8 @@ class TransformerModel(keras.Model):
 
         Args:
             preset: a preset of this family (see `keras_transformer.models.PRESETS`).
-            **overrides: constructor arguments that replace the preset's.
+            **overrides: constructor arguments that replace the preset's (block
+                fields as keywords, or a whole `block`).
         """
         arguments, _ = cls._preset_arguments(preset, overrides)  # name/dtype: not config
         return cls.make_config(**arguments)
@@ -354,13 +412,16 @@ class TransformerModel(keras.Model):
 
         Args:
             preset: a preset of this family (see `keras_transformer.models.PRESETS`).
-            **overrides: constructor arguments that replace the preset's, and
-                the base `keras.Model` arguments `name` and `dtype`.
+            **overrides: constructor arguments that replace the preset's: the
+                family's own, any field of `BlockConfig` as a keyword (it
+                replaces that field alone) or `block` (a `BlockConfig`: it
+                replaces the preset's block), and the base `keras.Model`
+                arguments `name` and `dtype`.
 
         Example:
         >>> import keras_transformer as kt
         >>> model = kt.DecoderOnly.from_preset("gpt2_tiny", dropout=0.0, dtype="bfloat16")
-        >>> model.config.dropout, model.dtype_policy.name
+        >>> model.config.block.dropout, model.dtype_policy.name
         (0.0, 'bfloat16')
         """
         arguments, model_arguments = cls._preset_arguments(preset, overrides)
@@ -374,14 +435,13 @@ class TransformerModel(keras.Model):
                 f"Preset {preset!r} is a {family} preset; use "
                 f"keras_transformer.models.{family}.from_preset({preset!r})."
             )
-        allowed = [
-            p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "kwargs")
-        ] + list(MODEL_ARGUMENTS)
-        unknown = sorted(set(overrides) - set(allowed))
+        allowed = [*cls.own_arguments(), "block", *MODEL_ARGUMENTS]
+        unknown = sorted(set(overrides) - set(allowed) - set(BLOCK_FIELDS))
         if unknown:
             raise ValueError(
                 f"Unknown override(s) {unknown} for preset {preset!r}; "
-                f"{cls.__name__} takes: {', '.join(allowed)}."
+                f"{cls.__name__} takes: {', '.join(allowed)} and the fields of BlockConfig: "
+                f"{', '.join(BLOCK_FIELDS)}."
             )
         model_arguments = {k: overrides[k] for k in MODEL_ARGUMENTS if k in overrides}
         overrides = {k: v for k, v in overrides.items() if k not in MODEL_ARGUMENTS}
@@ -593,13 +653,13 @@ class TransformerModel(keras.Model):
         lora.load_lora_weights(self, filepath)
 
     def get_config(self):
-        config = {
+        """What `__init__` takes: `keras.Model`'s arguments here; each family adds its own
+        arguments and `block`, a dict of every `BlockConfig` field."""
+        return {
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self._layer_dtype_policies()),
         }
-        config.update(self._arguments)
-        return config
 
     def _layer_dtype_policies(self):
         """The model's dtype policy, as a `DTypePolicyMap` of each sublayer's own policy by
@@ -636,4 +696,11 @@ class TransformerModel(keras.Model):
 
     @classmethod
     def from_config(cls, config):
+        """The model of a `get_config` dict: `block` nested (this version) or its fields flat
+        beside the model's own arguments (files saved before `block` existed); both are
+        what `__init__` takes.
+
+        Args:
+            config: a dict `get_config` wrote, now or before `block` existed.
+        """
         return cls(**config)

@@ -75,10 +75,11 @@ def test_from_safetensors_file(hf_model, saved, padded_batch, report):
     model = from_hf_gpt2(saved / "model.safetensors", pad_id=PAD_ID)
     assert isinstance(model, DecoderOnly)
     c = model.config
-    assert (c.vocab_size, c.num_decoder_layers, c.d_model, c.num_heads, c.d_ff, c.max_length) == (
+    b = c.block
+    assert (c.vocab_size, c.num_decoder_layers, c.d_model, b.num_heads, b.d_ff, c.max_length) == (
         VOCAB, LAYERS, D_MODEL, HEADS, 4 * D_MODEL, MAX_LENGTH
     )
-    assert (c.activation, c.layer_norm_epsilon, c.tie_embeddings) == ("gelu", 1e-5, True)
+    assert (b.activation, b.layer_norm_epsilon, c.tie_embeddings) == ("gelu", 1e-5, True)
     assert model.count_params() == sum(p.numel() for p in hf_model.parameters())
     ids, real = batch(padded_batch, 2)
     report("HF safetensors, left+right padding, pad_id=0",

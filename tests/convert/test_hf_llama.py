@@ -84,11 +84,12 @@ def batch(padded_batch, seed, pads=PADDINGS["left-padded"] + PADDINGS["right-pad
 def test_model_object_gives_the_same_logits(hf_model, converted, padded_batch, report, padding):
     """GQA (4 query heads on 2 key/value heads), untied head, no biases: every padding."""
     c = converted.config
-    assert (c.vocab_size, c.num_decoder_layers, c.d_model, c.num_heads, c.num_kv_heads,
-            c.d_ff, c.max_length) == (VOCAB, LAYERS, D_MODEL, HEADS, KV_HEADS, D_FF, MAX_LENGTH)
-    assert (c.position, c.norm, c.feed_forward, c.use_bias, c.tie_embeddings) == (
+    b = c.block
+    assert (c.vocab_size, c.num_decoder_layers, c.d_model, b.num_heads, b.num_kv_heads,
+            b.d_ff, c.max_length) == (VOCAB, LAYERS, D_MODEL, HEADS, KV_HEADS, D_FF, MAX_LENGTH)
+    assert (c.position, b.norm, b.feed_forward, b.use_bias, c.tie_embeddings) == (
         "rotary", "rms", "swiglu", False, False)
-    assert (c.layer_norm_epsilon, c.rotary_base, c.end_id, c.pad_id) == (1e-6, 10000.0, 2, None)
+    assert (b.layer_norm_epsilon, b.rotary_base, c.end_id, c.pad_id) == (1e-6, 10000.0, 2, None)
     assert converted.count_params() == sum(p.numel() for p in hf_model.parameters())
     ids, real = batch(padded_batch, 2, pads=PADDINGS[padding])
     report(f"HF LlamaForCausalLM, {padding}",
@@ -140,7 +141,7 @@ def test_from_folder_file_and_state_dict(hf_model, saved, tmp_path, padded_batch
     with pytest.raises(ValueError, match="num_heads"):
         from_hf_llama(bare)
     from_bare = from_hf_llama(bare, num_heads=HEADS)
-    assert from_bare.config.num_kv_heads == KV_HEADS
+    assert from_bare.config.block.num_kv_heads == KV_HEADS
     assert not from_bare.config.tie_embeddings  # a stored lm_head unlike the embedding
     report("HF bare safetensors + num_heads", our_logits(from_bare, ids, real), expected, real)
     with pytest.raises(ValueError, match="contradicts"):
@@ -153,7 +154,7 @@ def test_tied_embeddings_with_biases(randomize, tmp_path, padded_batch, report):
                        mlp_bias=True, pad_token_id=PAD_ID)
     hf_model.save_pretrained(str(tmp_path / "tied"))
     model = from_hf_llama(tmp_path / "tied")
-    assert (model.config.tie_embeddings, model.config.use_bias) == (True, True)
+    assert (model.config.tie_embeddings, model.config.block.use_bias) == (True, True)
     assert model.config.pad_id == PAD_ID
     assert model.count_params() == sum(p.numel() for p in hf_model.parameters())
     ids, real = batch(padded_batch, 6)
@@ -175,7 +176,8 @@ def test_multi_query_attention_and_rope_base(randomize, tmp_path, padded_batch, 
                        rope_parameters={"rope_type": "default", "rope_theta": 500.0})
     model = from_hf_llama(hf_model)
     c = model.config
-    assert (c.num_kv_heads, c.rotary_base, c.layer_norm_epsilon) == (1, 500.0, 1e-5)
+    b = c.block
+    assert (b.num_kv_heads, b.rotary_base, b.layer_norm_epsilon) == (1, 500.0, 1e-5)
     ids, real = batch(padded_batch, 8)
     expected = hf_logits(hf_model, ids, real)
     report("HF MQA, rope_theta=500", our_logits(model, ids, real), expected, real)
@@ -186,7 +188,7 @@ def test_multi_query_attention_and_rope_base(randomize, tmp_path, padded_batch, 
     # A transformers-4 style config (top-level rope_theta) reads the same base.
     old_style = {k: v for k, v in hf_model.config.to_dict().items() if k != "rope_parameters"}
     old_style.update(rope_theta=500.0, rope_scaling=None)
-    assert from_hf_llama(hf_model.state_dict(), old_style).config.rotary_base == 500.0
+    assert from_hf_llama(hf_model.state_dict(), old_style).config.block.rotary_base == 500.0
     save_hf_llama(model, tmp_path / "mqa")
     reloaded, info = transformers.LlamaForCausalLM.from_pretrained(
         str(tmp_path / "mqa"), output_loading_info=True)

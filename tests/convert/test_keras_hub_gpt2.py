@@ -47,14 +47,15 @@ def test_config_is_inferred(backbone):
     model = from_keras_hub_gpt2(backbone)
     assert isinstance(model, DecoderOnly)
     c = model.config
-    assert (c.vocab_size, c.num_decoder_layers, c.d_model, c.num_heads, c.d_ff, c.max_length) == (
+    b = c.block
+    assert (c.vocab_size, c.num_decoder_layers, c.d_model, b.num_heads, b.d_ff, c.max_length) == (
         VOCAB, LAYERS, D_MODEL, HEADS, D_FF, MAX_LENGTH
     )
-    assert (c.ln_position, c.position, c.activation, c.layer_norm_epsilon) == (
+    assert (b.ln_position, c.position, b.activation, b.layer_norm_epsilon) == (
         "pre", "learned", "gelu", 1e-5
     )
     assert c.tie_embeddings and not c.scale_embeddings
-    assert c.pad_id is None and c.dropout == 0.1
+    assert c.pad_id is None and b.dropout == 0.1
     assert model.count_params() == backbone.count_params()
 
 

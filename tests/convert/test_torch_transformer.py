@@ -102,10 +102,11 @@ def test_post_ln_stacks_match(reference, inputs, report):
     model = from_torch_transformer(reference.encoder, reference.decoder, reference.embedding)
     assert isinstance(model, EncoderDecoder)
     c = model.config
-    assert (c.num_encoder_layers, c.num_decoder_layers, c.d_model, c.num_heads, c.d_ff) == (
+    b = c.block
+    assert (c.num_encoder_layers, c.num_decoder_layers, c.d_model, b.num_heads, b.d_ff) == (
         ENCODER_LAYERS, DECODER_LAYERS, D_MODEL, HEADS, D_FF
     )
-    assert (c.ln_position, c.activation, c.layer_norm_epsilon, c.pad_id, c.dropout) == (
+    assert (b.ln_position, b.activation, b.layer_norm_epsilon, c.pad_id, b.dropout) == (
         "post", "relu", 1e-5, PAD_ID, 0.1
     )
     assert c.scale_embeddings and c.tie_embeddings and c.position == "sinusoidal"
@@ -136,7 +137,7 @@ def test_source_padding_matters(reference, inputs):
 def test_pre_ln_stacks_with_final_norms(randomize, inputs, report):
     reference = make_reference(randomize, seed=2, norm_first=True)
     model = from_torch_transformer(reference.encoder, reference.decoder, reference.embedding)
-    assert model.config.ln_position == "pre"
+    assert model.config.block.ln_position == "pre"
     source, target, real = inputs
     report("torch pre-LN with final norms",
            our_logits(model, source, target), reference(source, target), real)
@@ -145,14 +146,14 @@ def test_pre_ln_stacks_with_final_norms(randomize, inputs, report):
 def test_gelu_is_the_exact_form(randomize, inputs, report):
     reference = make_reference(randomize, seed=3, activation="gelu")
     model = from_torch_transformer(reference.encoder, reference.decoder, reference.embedding)
-    assert model.config.activation == "gelu_exact"
+    assert model.config.block.activation == "gelu_exact"
     source, target, real = inputs
     report("torch post-LN GELU (erf)",
            our_logits(model, source, target), reference(source, target), real)
     tanh = make_reference(randomize, seed=3, activation=nn.GELU(approximate="tanh"))
     assert from_torch_transformer(
         tanh.encoder, tanh.decoder.state_dict(), tanh.embedding, num_heads=HEADS
-    ).config.activation == "gelu"  # our "gelu" is the tanh approximation
+    ).config.block.activation == "gelu"  # our "gelu" is the tanh approximation
     # torch quirk: TransformerDecoder deep-copies its layer, and the copy's __setstate__
     # replaces a module activation with F.relu, which its forward then uses. We read
     # what forward uses, so the stacks disagree and we say so.

@@ -179,20 +179,23 @@ def test_unequal_depths_count_by_hand():
 def test_paper_toggles_of_the_presets():
     gpt2 = preset_config("gpt2_small")
     assert (gpt2.num_encoder_layers, gpt2.num_decoder_layers) == (0, 12)
-    assert (gpt2.d_model, gpt2.num_heads, gpt2.d_ff) == (768, 12, 3072)
+    assert (gpt2.d_model, gpt2.block.num_heads, gpt2.block.d_ff) == (768, 12, 3072)
     assert (gpt2.vocab_size, gpt2.max_length) == (50257, 1024)
-    assert (gpt2.ln_position, gpt2.position, gpt2.activation) == ("pre", "learned", "gelu")
+    assert (gpt2.block.ln_position, gpt2.position, gpt2.block.activation) == (
+        "pre", "learned", "gelu")
     assert gpt2.tie_embeddings and not gpt2.scale_embeddings
 
     base = preset_config("transformer_base")
     assert (base.num_encoder_layers, base.num_decoder_layers) == (6, 6)
-    assert (base.d_model, base.num_heads, base.d_ff, base.dropout) == (512, 8, 2048, 0.1)
-    assert (base.ln_position, base.position, base.activation) == ("post", "sinusoidal", "relu")
+    assert (base.d_model, base.block.num_heads, base.block.d_ff, base.block.dropout) == (
+        512, 8, 2048, 0.1)
+    assert (base.block.ln_position, base.position, base.block.activation) == (
+        "post", "sinusoidal", "relu")
     assert base.tie_embeddings and base.scale_embeddings
-    assert preset_config("transformer_big").dropout == 0.3
+    assert preset_config("transformer_big").block.dropout == 0.3
 
     gpt3 = preset_config("gpt3_175b")
-    assert (gpt3.num_decoder_layers, gpt3.d_model, gpt3.num_heads) == (96, 12288, 96)
+    assert (gpt3.num_decoder_layers, gpt3.d_model, gpt3.block.num_heads) == (96, 12288, 96)
     assert gpt3.max_length == 2048
     modes = [gpt3.decoder_attention_mode(i) for i in range(4)]
     assert modes == ["causal", "banded", "causal", "banded"]  # GPT-3 alternates
@@ -204,15 +207,15 @@ def test_paper_toggles_of_the_presets():
 def test_override_dropout_reaches_the_layers_and_behaviour():
     ids = np.random.default_rng(0).integers(1, 128, size=(8, 8)).astype("int32")
     off = DecoderOnly.from_preset("gpt2_tiny", dropout=0.0)
-    assert off.config.dropout == 0.0
-    assert off.get_config()["dropout"] == 0.0
+    assert off.config.block.dropout == 0.0
+    assert off.get_config()["block"]["dropout"] == 0.0
     assert all(block.config.dropout == 0.0 for block in off.blocks)
     np.testing.assert_array_equal(
         ops.convert_to_numpy(off(ids, training=True)),
         ops.convert_to_numpy(off(ids, training=False)),
     )
     on = DecoderOnly.from_preset("gpt2_tiny")  # preset dropout 0.1
-    assert on.config.dropout == 0.1
+    assert on.config.block.dropout == 0.1
     assert not np.allclose(
         ops.convert_to_numpy(on(ids, training=True)),
         ops.convert_to_numpy(on(ids, training=False)),
@@ -224,7 +227,7 @@ def test_overrides_apply_to_encoder_decoder_presets():
         "transformer_tiny", vocab_size=64, activation="gelu", pad_id=3, max_length=16
     )
     config = model.config
-    assert (config.vocab_size, config.activation, config.pad_id) == (64, "gelu", 3)
+    assert (config.vocab_size, config.block.activation, config.pad_id) == (64, "gelu", 3)
     assert model.get_config()["vocab_size"] == 64
     assert model.token_embedding.embeddings.shape == (64, 32)
     assert all(b.config.activation == "gelu" for b in model.encoder_blocks + model.decoder_blocks)
@@ -304,7 +307,7 @@ def test_gpt_presets_stop_on_end_of_text_only_with_gpt2s_vocabulary():
 def test_from_preset_takes_the_models_dtype_and_name(name):
     model = _family(name).from_preset(name, dtype="mixed_bfloat16", name="mine", dropout=0.0)
     assert model.name == "mine" and model.dtype_policy.name == "mixed_bfloat16"
-    assert model.config.dropout == 0.0
+    assert model.config.block.dropout == 0.0
     assert {v.dtype for v in model.weights} == {"float32"}
     # the config is the preset's: dtype and name are the model's, not config fields
     assert _family(name).preset_config(name, dtype="bfloat16") == _family(name).preset_config(name)

@@ -6,6 +6,7 @@ written (`write_files.py`; the commit is in `manifest.json`). A change to the la
 structure, weight names or configs that breaks users' saved models fails here.
 """
 
+import dataclasses
 import json
 import os
 
@@ -38,18 +39,21 @@ def test_saved_file_loads_with_its_logits(item):
     quantized = {layer.path for layer in model._flatten_layers()
                  if getattr(layer, "quantization_mode", None) == "int8"}
     assert bool(quantized) == (item["quantize"] == "int8"), sorted(quantized)
+    model_fields = {field.name for field in dataclasses.fields(kt.models.TransformerConfig)}
     for name, value in item["arguments"].items():  # the toggles came back as saved
-        assert getattr(model.config, name) == value, name
+        # The model's own fields on its config, a block toggle on `config.block`.
+        config = model.config if name in model_fields else model.config.block
+        assert getattr(config, name) == value, name
 
 
 def test_the_files_cover_every_toggle():
-    """Each toggle of TransformerConfig is away from its default in at least one file."""
-    import dataclasses
-
+    """Each toggle of TransformerConfig and of its BlockConfig is away from its default in at
+    least one file."""
     covered = set()
     for item in MANIFEST["models"]:
         covered.update(item["arguments"])
-    toggles = {field.name for field in dataclasses.fields(kt.models.TransformerConfig)}
+    toggles = ({field.name for field in dataclasses.fields(kt.models.TransformerConfig)}
+               - {"block"}) | {field.name for field in dataclasses.fields(kt.layers.BlockConfig)}
     # What every file sets (sizes) or what is not architecture (remat, the layer counts).
     fixed = {"vocab_size", "num_decoder_layers", "num_encoder_layers", "d_model", "num_heads",
              "d_ff", "max_length", "dropout", "remat"}

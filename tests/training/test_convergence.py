@@ -38,7 +38,7 @@ def test_encoder_decoder_post_ln_paper_recipe_learns_to_reverse():
     model = kt.EncoderDecoder.from_preset(
         "transformer_tiny", vocab_size=VOCAB, d_model=64, d_ff=128, dropout=0.0
     )
-    assert model.config.ln_position == "post"
+    assert model.config.block.ln_position == "post"
     # The paper's recipe (Adam 0.9/0.98/1e-9, inverse-sqrt warmup, label
     # smoothing 0.1) with a warmup sized for a few hundred steps.
     model.compile(optimizer=paper_optimizer(64, warmup=200, scale=0.5))
@@ -56,7 +56,7 @@ def test_decoder_only_pre_ln_learns_to_copy():
     model = kt.DecoderOnly.from_preset(
         "gpt2_tiny", vocab_size=VOCAB, d_model=64, d_ff=256, dropout=0.0, max_length=32
     )
-    assert model.config.ln_position == "pre"
+    assert model.config.block.ln_position == "pre"
     model.compile(optimizer=kt.training.gpt_optimizer(2e-3, warmup_steps=50, total_steps=600))
     x, y = _copy_task(rng, 6144)
     model.fit(x, y, batch_size=64, epochs=6, verbose=0)
