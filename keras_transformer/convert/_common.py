@@ -8,6 +8,7 @@ read or written.
 """
 
 import collections.abc
+import dataclasses
 import json
 import os
 import re
@@ -138,6 +139,42 @@ def model_kwargs(dtype, name):
     if name is not None:
         kwargs["name"] = name
     return kwargs
+
+
+def check_exportable(config, what, required, written):
+    """Raises unless a format (`what`) can express a model of `config`.
+
+    `required` names the fields the format fixes (a value each); `written`
+    the block fields it writes whatever their value. Every other field of the
+    block must be at its `BlockConfig` default: a toggle added to the block
+    later is refused by every exporter until that exporter writes it, rather
+    than left out of the file without a word.
+
+    Args:
+        config: the model's `TransformerConfig`.
+        what: the format's name, for the message (`"GPT-2"`).
+        required: `{field: value}` of the model (`TransformerConfig`) or its
+            block (`BlockConfig`), looked up on the model first.
+        written: names of the block fields the format writes.
+
+    Raises:
+        ValueError: naming the first field the format cannot express.
+    """
+    block = config.block
+    model_fields = {field.name for field in dataclasses.fields(config)}
+    defaults = {field.name: field.default for field in dataclasses.fields(block)
+                if field.default is not dataclasses.MISSING}
+    needed = dict(required)
+    for name, default in defaults.items():
+        if name not in needed and name not in written:
+            needed[name] = default
+    for name, value in needed.items():
+        held = getattr(config if name in model_fields else block, name)
+        if held != value:
+            raise ValueError(
+                f"{what} cannot express this model: it needs {name}={value!r}; the model has "
+                f"{name}={held!r}."
+            )
 
 
 def check_path(path, what):

@@ -210,17 +210,15 @@ def _check_exportable(model):
     if not isinstance(model, DecoderOnly):
         raise ValueError(f"Only a DecoderOnly exports to GPT-2; received {type(model).__name__}.")
     c = model.config
-    required = [(c, dict(position="learned", scale_embeddings=False, attention_window=None)),
-                (c.block, dict(ln_position="pre", norm="layer", feed_forward="mlp",
-                               use_bias=True, qk_norm=False,
-                               num_kv_heads=c.block.num_heads if c.block.num_kv_heads else None))]
-    for config, values in required:
-        for key, value in values.items():
-            if getattr(config, key) != value:
-                raise ValueError(
-                    f"GPT-2 cannot express this model: it needs {key}={value!r}; the model has "
-                    f"{key}={getattr(config, key)!r}."
-                )
+    _common.check_exportable(
+        c, "GPT-2",
+        required=dict(position="learned", scale_embeddings=False, attention_window=None,
+                      ln_position="pre", norm="layer", feed_forward="mlp", use_bias=True,
+                      num_kv_heads=c.block.num_heads if c.block.num_kv_heads else None),
+        # RoPE's settings do nothing without rotary positions, which `position` rules out.
+        written=("num_heads", "d_ff", "activation", "layer_norm_epsilon", "dropout",
+                 "attention_dropout", "rotary_base", "rotary_fraction"),
+    )
     if c.block.activation not in OURS_TO_HF_ACTIVATION:
         raise ValueError(
             f"GPT-2 cannot express activation={c.block.activation!r}; exportable: "

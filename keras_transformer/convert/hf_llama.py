@@ -289,18 +289,14 @@ def from_hf_llama(
 def _check_exportable(model):
     if not isinstance(model, DecoderOnly):
         raise ValueError(f"Only a DecoderOnly exports to Llama; received {type(model).__name__}.")
-    c = model.config
-    required = [(c, dict(position="rotary", scale_embeddings=False, attention_window=None)),
-                (c.block, dict(ln_position="pre", norm="rms", feed_forward="swiglu",
-                               qk_norm=False, rotary_fraction=1.0))]
-    for config, values in required:
-        for key, value in values.items():
-            if getattr(config, key) != value:
-                raise ValueError(
-                    f"Llama cannot express this model: it needs {key}={value!r}; the model has "
-                    f"{key}={getattr(config, key)!r}."
-                )
-
+    _common.check_exportable(
+        model.config, "Llama",
+        required=dict(position="rotary", scale_embeddings=False, attention_window=None,
+                      ln_position="pre", norm="rms", feed_forward="swiglu",
+                      rotary_fraction=1.0),
+        written=("num_heads", "num_kv_heads", "d_ff", "activation", "layer_norm_epsilon",
+                 "use_bias", "dropout", "attention_dropout", "rotary_base"),
+    )
 
 def hf_llama_config(model):
     """The Hugging Face `LlamaConfig` fields (a dict) of a Llama-shaped `DecoderOnly`.

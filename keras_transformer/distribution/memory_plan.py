@@ -431,7 +431,7 @@ class _Split:
         of a per-head split), and a plan assuming either would be silently wrong.
         Flash attention keeps no scores (one float per head and token).
         """
-        keeps_scores = not flash_attention or config.block.attention_dropout > 0
+        keeps_scores = not flash_attention or config.block.forms_scores
         if keeps_scores and config.block.num_heads % self.model:
             raise ValueError(
                 f"`num_heads` ({config.block.num_heads}) must be divisible by the model axis size "
@@ -477,7 +477,7 @@ def _block_tensors(config, keys, cross_keys, compute, flash):
         split += block.num_heads * _FLOAT32  # softmax sums (or flash's log-sum-exp)
         if block.attention_dropout > 0:
             split += block.num_heads * attended * _DROPOUT_SCORE_BYTES
-        elif not flash:
+        elif not flash or block.forms_scores:  # a score transform keeps the scores too
             split += block.num_heads * attended * _SCORE_COPIES * _FLOAT32
     if cross_keys is not None:
         split += 2 * d * compute  # cross-attention's queries and output

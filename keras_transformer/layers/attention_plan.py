@@ -71,8 +71,9 @@ class AttentionPlan:
         dropout: a callable on the probabilities `(B, H, T, S)` (dropout in
             training), or None.
         score_transform: a function of the float32 scores `(B, H, T, S)`
-            (after the `1/sqrt(d_head)` scale, before bias and mask), or None.
-            None of today's toggles sets one; a plan with one runs `"explicit"`.
+            (after the `1/sqrt(d_head)` scale, before bias and mask), or None:
+            `attention_softcap`'s cap. A plan with one forms its scores
+            explicitly (`"explicit"`, or `"blocked_banded"` for a band).
 
     The positions, the mask and the biases are properties, computed when a
     kernel reads them (the eager decode step reads none without ALiBi); not
@@ -156,6 +157,23 @@ class AttentionPlan:
         return alibi.bias(self.alibi_heads, query_positions, key_positions)
 
 
+def soft_cap(cap):
+    """The score transform of `AttentionConfig.attention_softcap`: `cap * tanh(s / cap)`, or None.
+
+    Args:
+        cap: the cap (a float > 0), or None.
+
+    Example:
+    >>> import numpy as np
+    >>> capped = soft_cap(5.0)(np.array([0.0, 1.0, 100.0], "float32"))
+    >>> np.round(np.asarray(capped), 3).tolist()
+    [0.0, 0.987, 5.0]
+    """
+    if cap is None:
+        return None
+    return lambda scores: cap * ops.tanh(scores / cap)
+
+
 def _static_length(x):
     length = x.shape[1]
     return length if isinstance(length, int) else None
@@ -195,6 +213,7 @@ def self_attention_plan(config, mode, window, q, k, key_mask=None, offset=None, 
         key_mask=key_mask,
         alibi_heads=config.num_heads if config.position == "alibi" else None,
         dropout=dropout,
+        score_transform=soft_cap(config.attention_softcap),
     )
 
 
@@ -208,14 +227,14 @@ def cross_attention_plan(config, q, k, key_mask=None, dropout=None):
         key_mask: bool `(B, S)` memory padding mask, or None.
         dropout: a callable on the probabilities, or None.
     """
-    del config  # no toggle changes what cross-attention reads (it encodes no positions)
-    return AttentionPlan(
+    return AttentionPlan(  # no positions: cross-attention encodes none
         structure=None,
         query_length=ops.shape(q)[1],
         key_length=ops.shape(k)[1],
         static_query_length=_static_length(q),
         key_mask=key_mask,
         dropout=dropout,
+        score_transform=soft_cap(config.attention_softcap),
     )
 
 

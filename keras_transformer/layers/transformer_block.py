@@ -32,6 +32,9 @@ class TransformerBlock(keras.layers.Layer):
     rate warmup when deep; pre-LN leaves an un-normalized residual stream
     (the model adds one final norm) and trains without it.
     Both positions have the same weights: only the order of operations differs.
+    A parallel block (`parallel_block=True`, pre-LN) computes
+    `x + dropout(attn(norm(x))) + dropout(ff(norm(x)))`: its one norm is
+    `self_attention_norm`, which both sub-layers read.
 
     The architecture toggles (norm, feed-forward kind, positions in attention,
     key/value heads, biases, ...) are one `BlockConfig`, passed as `config`
@@ -116,6 +119,11 @@ class TransformerBlock(keras.layers.Layer):
         )
         self.window = window
         self.has_cross_attention = bool(cross_attention)
+        if config.parallel_block and self.has_cross_attention:
+            raise ValueError(
+                "`parallel_block=True` cannot be combined with `cross_attention=True`: a "
+                "parallel block has self-attention and feed-forward only."
+            )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.output_kernel_initializer = keras.initializers.get(
             output_kernel_initializer or self.kernel_initializer
@@ -135,7 +143,8 @@ class TransformerBlock(keras.layers.Layer):
             name="feed_forward", **config.feed_forward_arguments(),
             **self._sublayer_arguments("feed_forward"),
         )
-        self.feed_forward_norm = self._norm("feed_forward_norm")
+        if not config.parallel_block:  # a parallel block's feed-forward reads the one norm
+            self.feed_forward_norm = self._norm("feed_forward_norm")
         self.residual_dropout = keras.layers.Dropout(
             config.dropout, dtype=self.dtype_policy, name="residual_dropout"
         )
@@ -166,7 +175,8 @@ class TransformerBlock(keras.layers.Layer):
             self.cross_attention.build(x_shape, memory_shape or x_shape)
             self.cross_attention_norm.build(x_shape)
         self.feed_forward.build(x_shape)
-        self.feed_forward_norm.build(x_shape)
+        if not self.config.parallel_block:
+            self.feed_forward_norm.build(x_shape)
         self.built = True
 
     def _residual(self, x, norm, sublayer, training):
@@ -210,14 +220,21 @@ class TransformerBlock(keras.layers.Layer):
             )
             return out
 
-        x = self._residual(
-            x,
-            self.self_attention_norm,
-            lambda h: attend(
+        def self_attend(h):
+            return attend(
                 self.self_attention, "self", h, key_mask=padding_mask, keep_until=keep_until
-            ),
-            training,
-        )
+            )
+
+        def feed_forward(h):
+            return invoke(self.feed_forward, h)
+
+        if self.config.parallel_block:  # both sub-layers read one normalized input
+            h = invoke(self.self_attention_norm, x)
+            x = (x + invoke(self.residual_dropout, self_attend(h), training=training)
+                 + invoke(self.residual_dropout, feed_forward(h), training=training))
+            return x if cache is None else (x, updated)
+        x = self._residual(x, self.self_attention_norm, self_attend, training)
+
         def cross_attend(h):
             if cache is not None and "coverage" in cache:  # beam search's coverage penalty
                 probs = self.cross_attention.attention_probabilities(
@@ -231,9 +248,7 @@ class TransformerBlock(keras.layers.Layer):
 
         if self.has_cross_attention:
             x = self._residual(x, self.cross_attention_norm, cross_attend, training)
-        x = self._residual(
-            x, self.feed_forward_norm, lambda h: invoke(self.feed_forward, h), training
-        )
+        x = self._residual(x, self.feed_forward_norm, feed_forward, training)
         return x if cache is None else (x, updated)
 
     def rematerialized_call(self, layer_call, *args, **kwargs):

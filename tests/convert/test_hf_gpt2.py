@@ -194,8 +194,11 @@ def test_export_rejects_what_gpt2_cannot_express():
                    dict(scale_embeddings=True), dict(attention_window=4),
                    # Newer toggles: exported, each would be dropped or mis-shaped silently.
                    dict(norm="rms"), dict(feed_forward="swiglu"), dict(use_bias=False),
-                   dict(qk_norm=True), dict(num_kv_heads=1)):
-        with pytest.raises(ValueError, match="GPT-2 cannot express"):
+                   dict(qk_norm=True), dict(num_kv_heads=1),
+                   # Any block field away from its default that the exporter does not
+                   # write is refused, toggles added after it included.
+                   dict(parallel_block=True), dict(attention_softcap=50.0)):
+        with pytest.raises(ValueError, match=f"GPT-2 cannot express.*{next(iter(toggle))}"):
             hf_gpt2_config(DecoderOnly(**common, **toggle))
     assert hf_gpt2_config(DecoderOnly(**common, num_kv_heads=HEADS))["n_head"] == HEADS
     config = hf_gpt2_config(DecoderOnly(**common, activation="gelu_exact"))

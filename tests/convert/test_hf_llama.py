@@ -256,7 +256,8 @@ def test_export_reloads_in_transformers(saved, tmp_path, padded_batch, report):
 def test_export_rejects_what_llama_cannot_express():
     for toggle in (dict(norm="layer"), dict(feed_forward="mlp"), dict(position="learned"),
                    dict(rotary_fraction=0.5), dict(qk_norm=True), dict(ln_position="post"),
-                   dict(attention_window=4)):
+                   dict(attention_window=4), dict(parallel_block=True),
+                   dict(attention_softcap=50.0)):
         model = DecoderOnly.from_preset("llama_tiny", num_layers=1, **toggle)
         with pytest.raises(ValueError, match=f"Llama cannot express.*{next(iter(toggle))}"):
             hf_llama_config(model)

@@ -40,6 +40,11 @@ VOCAB = 40
              use_bias=False, qk_norm=True),
         dict(num_kv_heads=1, position="alibi", attention_window=2, banded_layers="all"),
         dict(num_kv_heads=1, position="rotary", attention_window=3, feed_forward="geglu"),
+        # GPT-J's parallel block (fused kernel, cache prefix), then with Gemma 2's
+        # soft-capped scores (explicit and blocked banded kernels, ring caches).
+        dict(parallel_block=True),
+        dict(parallel_block=True, attention_softcap=2.0, position="rotary",
+             attention_window=3),
     ],
 )
 def test_decoder_only_cached_greedy_and_sampled_equal_full_passes(overrides):
@@ -154,6 +159,7 @@ def test_gpt_preset_trains_on_and_generates_every_id():
         ("pre", {}),
         ("post", dict(position="rotary", num_kv_heads=2)),
         ("pre", dict(position="alibi", num_kv_heads=1, norm="rms", qk_norm=True)),
+        ("pre", dict(attention_softcap=1.0, position="rotary")),  # self and cross capped
     ],
 )
 def test_encoder_decoder_cached_greedy_and_sampled_equal_full_passes(ln_position, overrides):
@@ -335,6 +341,8 @@ def test_a_model_quantized_after_decoding_decodes_as_its_full_pass():
         dict(position="rotary", attention_window=3, norm="rms", feed_forward="swiglu",
              use_bias=False, qk_norm=True, num_kv_heads=2),
         dict(position="learned", num_kv_heads=1, ln_position="post"),
+        dict(parallel_block=True, attention_softcap=1.0, position="alibi", attention_window=3,
+             banded_layers="all"),
     ],
 )
 def test_cached_chunks_and_steps_give_the_logits_of_the_full_pass(overrides):

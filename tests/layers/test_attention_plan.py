@@ -229,20 +229,83 @@ def test_explicit_kernel_with_dropout(mode):
     assert np.all(got[1, 0] == 0.0)
 
 
-def test_explicit_kernel_with_a_score_transform():
-    """A score transform (soft-capping, `cap * tanh(s / cap)`) runs the explicit path."""
-    import dataclasses
+CAP = 0.5
+SOFTCAP_CASES = ("bidirectional", "causal", "banded", "causal_padded", "banded_padded",
+                 "cache_int", "cache_tensor", "ring", "cross")
 
-    q, k, v = _qkv(6)
-    cap = 0.5
-    plan = attention_plan.self_attention_plan(_config(False), "causal", None, q, k)
-    plan = dataclasses.replace(plan, score_transform=lambda s: cap * ops.tanh(s / cap))
-    positions = np.arange(6)
-    expected = np_attention(q, k, v, positions, positions, "causal",
-                            transform=lambda s: cap * np.tanh(s / cap))
-    _check(q, k, v, plan, "explicit", expected)
-    plain = np_attention(q, k, v, positions, positions, "causal")
-    assert np.abs(expected - plain).max() > 1e-2  # the cap changes the answer
+
+@pytest.mark.parametrize("alibi", [False, True])
+@pytest.mark.parametrize("case", SOFTCAP_CASES)
+def test_attention_softcap_on_every_path(case, alibi):
+    """`attention_softcap` caps the scores, `cap * tanh(s / cap)`, on every path a plan takes.
+
+    Full passes of each mode (with and without padding), a cached step at an int and at a
+    tensor position, a banded layer's ring step and cross-attention, each against the
+    NumPy reference with the same cap; and the cap changes the answer in each.
+    """
+    config = AttentionConfig(num_heads=HEADS, position="alibi" if alibi else None,
+                             attention_softcap=CAP)
+    capped = lambda scores: CAP * np.tanh(scores / CAP)
+    mode, _, padded = case.partition("_")
+    if case.startswith("cache"):
+        offset = 4
+        q, k, v = _cache(offset)
+        v = np.where(np.isnan(v), 0.0, v).astype("float32")  # masked keys still multiply v
+        index = offset if case == "cache_int" else ops.convert_to_tensor(offset, "int32")
+        plan = attention_plan.self_attention_plan(config, "causal", None, q, k, offset=index)
+        reference = functools.partial(np_attention, q, k[:, :offset + 1], v[:, :offset + 1],
+                                      [offset], np.arange(offset + 1), "causal", alibi=alibi)
+        kernel = "explicit"
+    elif case == "ring":  # slots hold positions 3, 4, 2; the new key is position 5
+        q, _, _ = _qkv(1, seed=3)
+        _, k, v = _qkv(1, 4, seed=4)
+        plan = attention_plan.self_attention_plan(
+            config, "banded", 3, q, k, offset=ops.convert_to_tensor(5, "int32"), ring=True)
+        reference = functools.partial(np_attention, q, k, v, [5], [3, 4, 2, 5], "banded", 3,
+                                      alibi=alibi)
+        kernel = "explicit"
+    elif case == "cross":
+        q, k, v = _qkv(5, 7, kv_heads=2)
+        key_mask = np.ones((BATCH, 7), bool)
+        key_mask[1, :3] = False
+        plan = attention_plan.cross_attention_plan(config, q, k, key_mask)
+        reference = functools.partial(np_attention, q, k, v, np.arange(5), np.arange(7),
+                                      key_mask=key_mask)  # no positions, so no ALiBi
+        kernel = "explicit"
+    else:
+        length, window = 10, (3 if mode == "banded" else None)
+        q, k, v = _qkv(length, kv_heads=2)
+        key_mask = None
+        if padded:
+            key_mask = np.ones((BATCH, length), bool)
+            key_mask[1, :3] = False
+        plan = attention_plan.self_attention_plan(config, mode, window, q, k, key_mask)
+        positions = np.arange(length)
+        structure = None if mode == "bidirectional" else mode
+        reference = functools.partial(np_attention, q, k, v, positions, positions, structure,
+                                      window, key_mask, alibi)
+        kernel = "blocked_banded" if mode == "banded" else "explicit"
+    expected = reference(transform=capped)
+    _check(q, k, v, plan, kernel, expected)
+    assert np.abs(expected - reference()).max() > 1e-2  # the cap changes the answer
+
+
+def test_attention_softcap_probabilities_are_capped():
+    """The probabilities a caller reads (coverage, figures) come from the capped scores."""
+    q, k, _ = _qkv(4)
+    plan = attention_plan.self_attention_plan(
+        AttentionConfig(num_heads=HEADS, attention_softcap=CAP), "bidirectional", None, q, k)
+    probs = ops.convert_to_numpy(attention_plan.probabilities(q, k, plan))
+    scores = np.einsum("bthd,bshd->bhts", q.astype(np.float64), k) / np.sqrt(D_HEAD)
+    expected = np.exp(CAP * np.tanh(scores / CAP))
+    np.testing.assert_allclose(probs, expected / expected.sum(-1, keepdims=True), rtol=1e-5,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("cap", [0, -1.0, True, "50"])
+def test_a_bad_attention_softcap_raises_naming_it(cap):
+    with pytest.raises(ValueError, match="attention_softcap"):
+        AttentionConfig(num_heads=HEADS, attention_softcap=cap)
 
 
 @pytest.mark.parametrize("padded", [False, True])

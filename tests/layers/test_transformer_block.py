@@ -164,6 +164,62 @@ def test_cross_attention_block_by_hand(ln_position):
     np.testing.assert_allclose(got, h, rtol=1e-5, atol=1e-5)
 
 
+# --- the parallel block (GPT-J, PaLM) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "self_attention,window,toggles",
+    [("bidirectional", None, {}), ("causal", None, {}), ("banded", 3, {}),
+     ("causal", None, dict(norm="rms", feed_forward="swiglu", position="rotary",
+                           num_kv_heads=2)),
+     ("banded", 3, dict(position="alibi", attention_softcap=1.0))],
+)
+def test_parallel_block_is_one_norm_read_by_both_sublayers(self_attention, window, toggles):
+    """`x + attn(norm(x)) + ff(norm(x))`, the norm by hand, on each self-attention path."""
+    block = _block("pre", randomize=True, self_attention=self_attention, window=window,
+                   parallel_block=True, **toggles)
+    x = _x()
+    padding = np.ones((BATCH, T_LEN), bool)
+    padding[1, :2] = False
+    got = _np(block(x, padding_mask=padding))
+    norm = block.self_attention_norm
+    normed = (_rms_norm(norm, x) if toggles.get("norm") == "rms"
+              else _layer_norm(norm, x.astype(np.float64))).astype("float32")
+    expected = (x + _np(block.self_attention(normed, key_mask=padding))
+                + _np(block.feed_forward(normed)))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    sequential = TransformerBlock.from_config(dict(block.get_config(), parallel_block=False))
+    sequential.build(x.shape)
+    for w in sequential.weights:  # the same weights where they exist
+        if not w.path.endswith(("feed_forward_norm/gamma", "feed_forward_norm/beta",
+                                "feed_forward_norm/scale")):
+            w.assign(next(b for b in block.weights if b.path == w.path))
+    assert np.abs(_np(sequential(x, padding_mask=padding)) - got).max() > 1e-2
+
+
+def test_parallel_block_has_one_norm_fewer():
+    sequential = _block("pre", self_attention="causal", name="block")
+    parallel = _block("pre", self_attention="causal", parallel_block=True, name="block")
+    assert not hasattr(parallel, "feed_forward_norm")
+    assert sequential.count_params() - parallel.count_params() == 2 * D_MODEL  # gamma, beta
+    assert parallel.count_params() == parallel.config.count_params(D_MODEL)
+    assert {w.path for w in parallel.weights} == {
+        w.path for w in sequential.weights} - {w.path for w in sequential.feed_forward_norm.weights}
+
+
+@pytest.mark.parametrize(
+    "kwargs,names",
+    [(dict(parallel_block=True, ln_position="post"), ("parallel_block", "ln_position")),
+     (dict(parallel_block=True, ln_position="pre", cross_attention=True),
+      ("parallel_block", "cross_attention")),
+     (dict(parallel_block="yes", ln_position="pre"), ("parallel_block",))],
+)
+def test_parallel_block_arguments_are_checked(kwargs, names):
+    with pytest.raises(ValueError) as error:
+        TransformerBlock(num_heads=HEADS, d_ff=D_FF, **kwargs)
+    assert all(name in str(error.value) for name in names), error.value
+
+
 def test_post_and_pre_differ_with_the_same_weights():
     post = _block("post", randomize=True)
     pre = _block("pre", randomize=True)

@@ -133,6 +133,8 @@ VARIANTS = [
     ("transformer_tiny", dict(num_kv_heads=2, position="rotary", norm="rms", use_bias=False)),
     ("transformer_tiny", dict(feed_forward="swiglu", qk_norm=True)),
     ("llama_tiny", dict(num_kv_heads=None, tie_embeddings=True)),
+    ("gpt2_tiny", dict(parallel_block=True)),
+    ("llama_tiny", dict(parallel_block=True, attention_softcap=50.0)),
 ]
 
 
@@ -145,6 +147,10 @@ def test_overridden_variants_built_count_equals_config_count(name, overrides):
     base = TINY_COUNTS[name]
     if overrides.get("tie_embeddings") is False:
         assert config_count == base + 128 * 32  # one more vocab x d_model matrix
+    if overrides.get("parallel_block"):  # one norm per block fewer; the cap has no weights
+        layers, d_model = model.config.num_decoder_layers, model.config.d_model
+        norm = d_model * (2 if model.config.block.norm == "layer" else 1)
+        assert config_count == base - layers * norm
     if "num_encoder_layers" in overrides:
         assert model.config.num_encoder_layers == overrides["num_encoder_layers"]
         assert model.config.num_decoder_layers == overrides["num_decoder_layers"]

@@ -5,6 +5,11 @@ by that version of the library computes:
 
     KERAS_BACKEND=jax python tests/models/saved_files/write_files.py
 
+A toggle added later gets a file of its own, written at the commit that added it
+and appended to the manifest under that commit, the older files left as they are:
+
+    KERAS_BACKEND=jax python tests/models/saved_files/write_files.py NAME ...
+
 `tests/models/test_saved_files.py` loads every file with the library as it is
 now and checks the logits, so that a change of the layers' structure, names or
 configs that breaks users' saved models fails a test. The models cover both
@@ -54,6 +59,10 @@ MODELS = [
         position="rotary", num_kv_heads=2, quantize="int8")),
     ("encoder_decoder_int8", "EncoderDecoder", dict(
         ln_position="pre", position="rotary", start_id=1, quantize="int8")),
+    # Added after the redesign of issue 35 (their own commit in the manifest).
+    ("gptj_parallel_softcap", "DecoderOnly", dict(
+        ln_position="pre", position="rotary", rotary_fraction=0.5, parallel_block=True,
+        attention_softcap=5.0, attention_window=4)),
 ]
 SIZE = dict(vocab_size=32, d_model=16, num_heads=4, d_ff=32, max_length=16, dropout=0.1)
 DEPTH = {"DecoderOnly": dict(num_layers=2), "EncoderDecoder": dict(num_layers=2)}
@@ -70,14 +79,24 @@ def inputs(family, rng):
     return {"source": source, "target": ids}
 
 
-def main():
+def main(names=()):
+    """Writes every model (a fresh manifest), or only `names` (appended under this commit)."""
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True,
                             text=True, check=True).stdout.strip()
     manifest = {"commit": commit, "backend": keras.backend.backend(),
                 "keras": keras.__version__, "models": []}
-    for name, family, arguments in MODELS:
+    chosen = MODELS
+    if names:
+        unknown = sorted(set(names) - {name for name, _, _ in MODELS})
+        if unknown:
+            raise SystemExit(f"no model named {unknown}")
+        with open(os.path.join(HERE, "manifest.json")) as f:
+            manifest = json.load(f)
+        manifest["models"] = [item for item in manifest["models"] if item["name"] not in names]
+        chosen = [model for model in MODELS if model[0] in names]
+    for name, family, arguments in chosen:
         arguments = dict(arguments)
         mode = arguments.pop("quantize", None)
         model = getattr(kt, family)(**SIZE, **DEPTH[family], **arguments)
@@ -92,14 +111,16 @@ def main():
         model.save(os.path.join(HERE, f"{name}.keras"))
         arrays = dict(x) if isinstance(x, dict) else {"ids": x}
         np.savez(os.path.join(HERE, f"{name}.npz"), logits=logits, **arrays)
-        manifest["models"].append(
-            {"name": name, "family": family, "arguments": arguments, "quantize": mode})
+        item = {"name": name, "family": family, "arguments": arguments, "quantize": mode}
+        if names:
+            item.update(commit=commit, keras=keras.__version__)
+        manifest["models"].append(item)
     with open(os.path.join(HERE, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
-    print(f"wrote {len(MODELS)} models at {commit[:10]} ({keras.backend.backend()})",
+    print(f"wrote {len(chosen)} models at {commit[:10]} ({keras.backend.backend()})",
           file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
