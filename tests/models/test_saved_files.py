@@ -2,8 +2,9 @@
 
 `tests/models/saved_files/` holds small `.keras` files of both families, covering every
 architecture toggle and int8 quantization, with the logits they gave when they were
-written (`write_files.py`; the commit is in `manifest.json`). A change to the layers'
-structure, weight names or configs that breaks users' saved models fails here.
+written (`write_files.py`; the commit is in `manifest.json`, and a file added later, for a
+toggle added later, names its own). A change to the layers' structure, weight names or configs
+that breaks users' saved models fails here.
 """
 
 import dataclasses
