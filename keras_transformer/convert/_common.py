@@ -141,35 +141,36 @@ def model_kwargs(dtype, name):
     return kwargs
 
 
-def check_exportable(config, what, required, written):
+def check_exportable(config, what, required, handled):
     """Raises unless a format (`what`) can express a model of `config`.
 
-    `required` names the fields the format fixes (a value each); `written`
-    the block fields it writes whatever their value. Every other field of the
-    block must be at its `BlockConfig` default: a toggle added to the block
-    later is refused by every exporter until that exporter writes it, rather
-    than left out of the file without a word.
+    `required` names the fields the format fixes (a value each); `handled`
+    the fields it writes whatever their value, or that cannot change what
+    the model computes in it (a training or generation setting, a setting of
+    a toggle the format rules out). Every other field, of the model and of
+    its block, must be at its default: a toggle added later is refused by
+    every exporter until that exporter handles it, rather than left out of
+    the file without a word.
 
     Args:
         config: the model's `TransformerConfig`.
         what: the format's name, for the message (`"GPT-2"`).
         required: `{field: value}` of the model (`TransformerConfig`) or its
             block (`BlockConfig`), looked up on the model first.
-        written: names of the block fields the format writes.
+        handled: names of fields the format handles whatever their value.
 
     Raises:
         ValueError: naming the first field the format cannot express.
     """
-    block = config.block
-    model_fields = {field.name for field in dataclasses.fields(config)}
-    defaults = {field.name: field.default for field in dataclasses.fields(block)
-                if field.default is not dataclasses.MISSING}
     needed = dict(required)
-    for name, default in defaults.items():
-        if name not in needed and name not in written:
-            needed[name] = default
+    for owner in (config, config.block):  # a name in both is the model's (`position`)
+        for field in dataclasses.fields(owner):
+            if (field.default is not dataclasses.MISSING and field.name not in needed
+                    and field.name not in handled):
+                needed[field.name] = field.default
+    model_fields = {field.name for field in dataclasses.fields(config)}
     for name, value in needed.items():
-        held = getattr(config if name in model_fields else block, name)
+        held = getattr(config if name in model_fields else config.block, name)
         if held != value:
             raise ValueError(
                 f"{what} cannot express this model: it needs {name}={value!r}; the model has "

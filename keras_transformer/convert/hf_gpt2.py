@@ -215,9 +215,12 @@ def _check_exportable(model):
         required=dict(position="learned", scale_embeddings=False, attention_window=None,
                       ln_position="pre", norm="layer", feed_forward="mlp", use_bias=True,
                       num_kv_heads=c.block.num_heads if c.block.num_kv_heads else None),
-        # RoPE's settings do nothing without rotary positions, which `position` rules out.
-        written=("num_heads", "d_ff", "activation", "layer_norm_epsilon", "dropout",
-                 "attention_dropout", "rotary_base", "rotary_fraction"),
+        # Written; or generation and training settings (the ids, remat); or settings of
+        # toggles `required` rules out (RoPE's, the band's, the sinusoids' layout).
+        handled=("num_heads", "d_ff", "activation", "layer_norm_epsilon", "dropout",
+                 "attention_dropout", "max_length", "tie_embeddings", "pad_id", "start_id",
+                 "end_id", "remat", "rotary_base", "rotary_fraction", "banded_layers",
+                 "position_layout"),
     )
     if c.block.activation not in OURS_TO_HF_ACTIVATION:
         raise ValueError(

@@ -294,9 +294,14 @@ def _check_exportable(model):
         required=dict(position="rotary", scale_embeddings=False, attention_window=None,
                       ln_position="pre", norm="rms", feed_forward="swiglu",
                       rotary_fraction=1.0),
-        written=("num_heads", "num_kv_heads", "d_ff", "activation", "layer_norm_epsilon",
-                 "use_bias", "dropout", "attention_dropout", "rotary_base"),
+        # Written; or generation and training settings (the ids, residual dropout, remat);
+        # or settings the required toggles rule out (the gate names its own activation).
+        handled=("num_heads", "num_kv_heads", "d_ff", "layer_norm_epsilon", "use_bias",
+                 "attention_dropout", "rotary_base", "max_length", "tie_embeddings", "pad_id",
+                 "start_id", "end_id", "dropout", "remat", "activation", "banded_layers",
+                 "position_layout"),
     )
+
 
 def hf_llama_config(model):
     """The Hugging Face `LlamaConfig` fields (a dict) of a Llama-shaped `DecoderOnly`.

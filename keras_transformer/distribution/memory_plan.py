@@ -204,6 +204,7 @@ def _attention_shapes(config, prefix, cross):
 
 def _block_shapes(config, prefix, cross):
     d, block = config.d_model, config.block
+    norms = block.norm_names(cross)
     shapes = _attention_shapes(config, f"{prefix}/self_attention", cross=False)
     shapes += _norm_shapes(block.norm, d, f"{prefix}/self_attention_norm")
     if cross:
@@ -214,7 +215,9 @@ def _block_shapes(config, prefix, cross):
     if block.feed_forward != "mlp":
         shapes += _dense_shapes(f"{feed_forward}/gate", d, block.d_ff, block.use_bias)
     shapes += _dense_shapes(f"{feed_forward}/outer", block.d_ff, d, block.use_bias)
-    return shapes + _norm_shapes(block.norm, d, f"{prefix}/feed_forward_norm")
+    if "feed_forward_norm" in norms:
+        shapes += _norm_shapes(block.norm, d, f"{prefix}/feed_forward_norm")
+    return shapes
 
 
 def _check_config(config):
@@ -464,8 +467,9 @@ def _block_tensors(config, keys, cross_keys, compute, flash):
     block, d = config.block, config.d_model
     kv_width = block.kv_heads * (d // block.num_heads)
     sublayers = 2 + (cross_keys is not None)
-    replicated = sublayers * ((_NORM_TENSORS[block.norm] + 1) * d * compute
-                              + _NORM_STATISTICS[block.norm] * _FLOAT32)
+    norms = len(block.norm_names(cross_keys is not None))
+    replicated = norms * ((_NORM_TENSORS[block.norm] + 1) * d * compute
+                          + _NORM_STATISTICS[block.norm] * _FLOAT32)
     if block.dropout > 0:
         replicated += sublayers * d * _RANDOM_WORDS
     split = (2 * d + 2 * kv_width) * compute

@@ -157,6 +157,19 @@ class AttentionPlan:
         return alibi.bias(self.alibi_heads, query_positions, key_positions)
 
 
+def score_transform(config):
+    """The transform of the scores that `config`'s toggles ask for, or None.
+
+    The one place a toggle that changes the scores is read (today
+    `attention_softcap`); the plans and `AttentionConfig.forms_scores` ask
+    here.
+
+    Args:
+        config: an `AttentionConfig` (a `BlockConfig` is one).
+    """
+    return soft_cap(config.attention_softcap)
+
+
 def soft_cap(cap):
     """The score transform of `AttentionConfig.attention_softcap`: `cap * tanh(s / cap)`, or None.
 
@@ -213,7 +226,7 @@ def self_attention_plan(config, mode, window, q, k, key_mask=None, offset=None, 
         key_mask=key_mask,
         alibi_heads=config.num_heads if config.position == "alibi" else None,
         dropout=dropout,
-        score_transform=soft_cap(config.attention_softcap),
+        score_transform=score_transform(config),
     )
 
 
@@ -234,7 +247,7 @@ def cross_attention_plan(config, q, k, key_mask=None, dropout=None):
         static_query_length=_static_length(q),
         key_mask=key_mask,
         dropout=dropout,
-        score_transform=soft_cap(config.attention_softcap),
+        score_transform=score_transform(config),
     )
 
 

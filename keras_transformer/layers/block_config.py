@@ -18,9 +18,11 @@ arguments.
 """
 
 import dataclasses
+import math
 from typing import Optional
 
 from keras_transformer import validation
+from keras_transformer.layers import attention_plan
 from keras_transformer.layers.feed_forward import ACTIVATIONS
 from keras_transformer.layers.feed_forward import KINDS as FEED_FORWARDS
 from keras_transformer.layers.normalization import NORMS
@@ -58,10 +60,11 @@ class AttentionConfig:
             their product (Dehghani et al. 2023; OLMo 2, Qwen3): keeps the
             scores from growing large in long or low-precision training.
         attention_softcap: soft-caps every attention score (after the
-            `1/sqrt(d_head)` scale, before masking) to `cap * tanh(score /
-            cap)`, inside `(-cap, cap)` (Gemma 2, Gemma Team 2024: 50): the
-            scores stay bounded without the norms `qk_norm` adds. None: no
-            cap. Each call forms its scores explicitly (no fused kernel).
+            `1/sqrt(d_head)` scale, before ALiBi's bias and the mask) to
+            `cap * tanh(score / cap)`, inside `(-cap, cap)` (Gemma 2, Gemma
+            Team 2024: 50): the scores stay bounded without the norms
+            `qk_norm` adds. None: no cap. Each call forms its scores
+            explicitly (no fused kernel).
 
     Example:
     >>> AttentionConfig(num_heads=8, num_kv_heads=2, position="rotary").kv_heads
@@ -95,7 +98,9 @@ class AttentionConfig:
         validation.check_fraction("rotary_fraction", self.rotary_fraction)
         validation.check_bool("qk_norm", self.qk_norm)
         if self.attention_softcap is not None:
-            validation.check_positive_float("attention_softcap", self.attention_softcap)
+            cap = validation.check_positive_float("attention_softcap", self.attention_softcap)
+            if not math.isfinite(cap):
+                raise ValueError(f"`attention_softcap` must be finite (or None); received {cap!r}.")
 
     @classmethod
     def of(cls, config):
@@ -115,7 +120,7 @@ class AttentionConfig:
         every score; otherwise a fused (flash) kernel keeps none. Memory
         plans read this.
         """
-        return self.attention_dropout > 0 or self.attention_softcap is not None
+        return self.attention_dropout > 0 or attention_plan.score_transform(self) is not None
 
     @property
     def kv_heads(self):
@@ -154,8 +159,9 @@ class BlockConfig(AttentionConfig):
 
     The attention toggles (`num_heads`, `num_kv_heads`, `norm`,
     `layer_norm_epsilon`, `use_bias`, `attention_dropout`, `position`,
-    `rotary_base`, `rotary_fraction`, `qk_norm`) are `AttentionConfig`'s, under
-    the same names; the block adds its own (keywords only).
+    `rotary_base`, `rotary_fraction`, `qk_norm`, `attention_softcap`) are
+    `AttentionConfig`'s, under the same names; the block adds its own
+    (keywords only).
 
     Args:
         d_ff: inner width of the feed-forward network.
@@ -174,8 +180,9 @@ class BlockConfig(AttentionConfig):
             al. 2022), where a sequential block feeds attention's output to
             the feed-forward: one norm per block fewer, and the two sub-layers
             can run at once (PaLM: about 15% faster training at scale, no loss
-            of quality from 62B parameters up). Pre-LN only, and not in a
-            block with cross-attention (no paper defines where it would read).
+            of quality at 62B parameters, a small one at 8B). Pre-LN only, and
+            not in a block with cross-attention (no paper defines where it
+            would read).
         num_heads: query heads (`AttentionConfig`).
         num_kv_heads: key/value heads; None: `num_heads` (`AttentionConfig`).
         norm: `"layer"` or `"rms"`, in every place a norm stands.
@@ -186,6 +193,8 @@ class BlockConfig(AttentionConfig):
         rotary_base: RoPE's wavelength base.
         rotary_fraction: share of each head's features that rotate.
         qk_norm: normalize queries and keys per head (with `norm`).
+        attention_softcap: cap every attention score at `cap * tanh(s / cap)`
+            (`AttentionConfig`); None: no cap.
 
     Example:
     >>> llama = BlockConfig(num_heads=8, d_ff=64, num_kv_heads=2, ln_position="pre",
@@ -216,6 +225,41 @@ class BlockConfig(AttentionConfig):
                 f"read one normalized input); received ln_position={self.ln_position!r}."
             )
 
+    def norm_names(self, cross_attention=False):
+        """The names of a block's residual norms, in the order the block makes them.
+
+        One per sub-layer (`self_attention_norm`, `cross_attention_norm`,
+        `feed_forward_norm`); a parallel block has one, read by both
+        sub-layers. The block, its parameter count and memory plans read
+        this list.
+
+        Args:
+            cross_attention: whether the block reads an encoder output.
+
+        Raises:
+            ValueError: a parallel block with cross-attention.
+        """
+        if self.parallel_block:
+            if cross_attention:
+                raise ValueError(
+                    "`parallel_block=True` is for blocks without cross-attention (a "
+                    "DecoderOnly, or a lone TransformerBlock): an EncoderDecoder's decoder "
+                    "blocks read the encoder, and no paper defines a parallel block that does."
+                )
+            return ("self_attention_norm",)
+        return ("self_attention_norm",) + (("cross_attention_norm",) if cross_attention
+                                           else ()) + ("feed_forward_norm",)
+
+    def check_stack(self, d_model, cross_attention=False):
+        """Checks these toggles for blocks of width `d_model`, with cross-attention or not.
+
+        Args:
+            d_model: the width of the residual stream.
+            cross_attention: whether the blocks read an encoder output.
+        """
+        self.check_width(d_model)
+        self.norm_names(cross_attention)
+
     def feed_forward_arguments(self):
         """Keyword arguments of this block's `FeedForward` layer."""
         return dict(
@@ -236,6 +280,6 @@ class BlockConfig(AttentionConfig):
         feed_forward = matrices * d_model * self.d_ff + bias * (
             (matrices - 1) * self.d_ff + d_model
         )
-        norms = 1 if self.parallel_block else 2 + int(cross_attention)  # one shared, or one each
+        norms = len(self.norm_names(cross_attention))
         return (norms * norm_weights(self.norm, d_model)
                 + (1 + int(cross_attention)) * attention + feed_forward)

@@ -119,11 +119,7 @@ class TransformerBlock(keras.layers.Layer):
         )
         self.window = window
         self.has_cross_attention = bool(cross_attention)
-        if config.parallel_block and self.has_cross_attention:
-            raise ValueError(
-                "`parallel_block=True` cannot be combined with `cross_attention=True`: a "
-                "parallel block has self-attention and feed-forward only."
-            )
+        norms = config.norm_names(self.has_cross_attention)  # refuses what has no meaning
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.output_kernel_initializer = keras.initializers.get(
             output_kernel_initializer or self.kernel_initializer
@@ -143,7 +139,7 @@ class TransformerBlock(keras.layers.Layer):
             name="feed_forward", **config.feed_forward_arguments(),
             **self._sublayer_arguments("feed_forward"),
         )
-        if not config.parallel_block:  # a parallel block's feed-forward reads the one norm
+        if "feed_forward_norm" in norms:  # a parallel block's feed-forward reads the one norm
             self.feed_forward_norm = self._norm("feed_forward_norm")
         self.residual_dropout = keras.layers.Dropout(
             config.dropout, dtype=self.dtype_policy, name="residual_dropout"
@@ -175,7 +171,7 @@ class TransformerBlock(keras.layers.Layer):
             self.cross_attention.build(x_shape, memory_shape or x_shape)
             self.cross_attention_norm.build(x_shape)
         self.feed_forward.build(x_shape)
-        if not self.config.parallel_block:
+        if hasattr(self, "feed_forward_norm"):
             self.feed_forward_norm.build(x_shape)
         self.built = True
 

@@ -215,7 +215,7 @@ class TransformerConfig:
                 f"`position` ({self.position!r}, which makes it {attention!r}): set the "
                 f"model's `position`, which decides both the embeddings and attention."
             )
-        self.block.check_width(self.d_model)
+        self.block.check_stack(self.d_model, cross_attention=self.num_encoder_layers > 0)
         for name in ("pad_id", "start_id", "end_id"):
             validation.check_token_id(name, getattr(self, name), self.vocab_size, allow_none=True)
         if self.start_id is not None and self.start_id == self.pad_id:

@@ -45,6 +45,8 @@ BUILT = {
         num_decoder_layers=3)),
     "transformer_rms_rotary": ("EncoderDecoder", "transformer_tiny",
                                dict(norm="rms", position="rotary", name="translator")),
+    "gpt2_parallel_softcap": ("DecoderOnly", "gpt2_tiny",
+                              dict(parallel_block=True, attention_softcap=5.0)),
 }
 GPT2 = preset_config("gpt2_tiny")
 
@@ -190,6 +192,21 @@ def test_activations_follow_the_rows_remat_flash_attention_and_the_model_axis():
     scores = base - activations(flash_attention=True)
     half = activations(length=512) - activations(length=512, flash_attention=True)
     assert half == scores // 4  # quadratic in the length
+
+
+def test_soft_capped_scores_are_kept_and_a_parallel_block_keeps_one_norm_fewer():
+    def activations(config, **kwargs):
+        return distribution.plan(config, {"batch": 8, "model": 4}, 8, 1024,
+                                 layout="model_parallel", embedding="model", **kwargs).activations
+
+    plain, capped = preset_config("gpt2_small"), preset_config("gpt2_small", attention_softcap=50.0)
+    # A capped layer forms its scores even where flash attention would keep none.
+    assert activations(capped, flash_attention=True) == activations(capped) == activations(plain)
+    assert activations(plain, flash_attention=True) < activations(plain)
+    parallel = preset_config("gpt2_small", parallel_block=True)
+    assert activations(parallel) < activations(plain)  # one norm's tensors fewer per block
+    weights = distribution.plan(parallel, {"batch": 8}, 8, 1024).weights
+    assert weights < distribution.plan(plain, {"batch": 8}, 8, 1024).weights
 
 
 def test_remat_defaults_to_the_configs():

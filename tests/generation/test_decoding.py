@@ -40,8 +40,8 @@ VOCAB = 40
              use_bias=False, qk_norm=True),
         dict(num_kv_heads=1, position="alibi", attention_window=2, banded_layers="all"),
         dict(num_kv_heads=1, position="rotary", attention_window=3, feed_forward="geglu"),
-        # GPT-J's parallel block (fused kernel, cache prefix), then with Gemma 2's
-        # soft-capped scores (explicit and blocked banded kernels, ring caches).
+        # GPT-J's parallel block, then with Gemma 2's soft-capped scores (explicit and
+        # blocked banded kernels, ring caches).
         dict(parallel_block=True),
         dict(parallel_block=True, attention_softcap=2.0, position="rotary",
              attention_window=3),

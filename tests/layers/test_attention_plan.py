@@ -302,7 +302,7 @@ def test_attention_softcap_probabilities_are_capped():
                                atol=1e-6)
 
 
-@pytest.mark.parametrize("cap", [0, -1.0, True, "50"])
+@pytest.mark.parametrize("cap", [0, -1.0, True, "50", float("inf"), float("nan")])
 def test_a_bad_attention_softcap_raises_naming_it(cap):
     with pytest.raises(ValueError, match="attention_softcap"):
         AttentionConfig(num_heads=HEADS, attention_softcap=cap)

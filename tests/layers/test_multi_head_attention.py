@@ -111,6 +111,8 @@ def _np_attention(layer, query, memory=None, key_mask=None):
     group = heads // kv_heads
     k, v = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
     scores = np.einsum("bthd,bshd->bhts", q, k) / np.sqrt(d_head)
+    if config.attention_softcap is not None:  # before ALiBi's bias and the mask
+        scores = config.attention_softcap * np.tanh(scores / config.attention_softcap)
     if config.position == "alibi":
         slopes = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)  # H a power of two
         positions_t = np.arange(s_len - t_len, s_len)
@@ -651,6 +653,8 @@ TOGGLES = {
     "alibi_multi_query": dict(position="alibi", num_kv_heads=1),
     "qk_rms_norm": dict(qk_norm=True, norm="rms", num_kv_heads=2),
     "qk_layer_norm_rotary": dict(qk_norm=True, position="rotary"),
+    "softcap": dict(attention_softcap=0.5),
+    "softcap_alibi_gqa": dict(attention_softcap=0.5, position="alibi", num_kv_heads=2),
 }
 
 
@@ -675,7 +679,20 @@ def test_toggled_output_matches_numpy(mode, toggles, masked):
     np.testing.assert_allclose(ops.convert_to_numpy(out), expected, atol=1e-4)
 
 
-@pytest.mark.parametrize("toggles", ["gqa", "rotary_partial_gqa", "alibi", "qk_rms_norm"])
+@pytest.mark.parametrize("mode", ["causal", "cross"])
+def test_softcap_changes_the_output(mode):
+    """The cap binds at these inputs, so the reference tests above see it (self and cross)."""
+    capped = _layer(mode, attention_softcap=0.5)
+    query, memory = _inputs(mode)
+    plain = _layer(mode, randomize=False)
+    plain.set_weights(capped.get_weights())
+    difference = (ops.convert_to_numpy(capped(query, **_call_kwargs(memory, None)))
+                  - ops.convert_to_numpy(plain(query, **_call_kwargs(memory, None))))
+    assert np.abs(difference).max() > 1e-2
+
+
+@pytest.mark.parametrize("toggles", ["gqa", "rotary_partial_gqa", "alibi", "qk_rms_norm",
+                                     "softcap_alibi_gqa"])
 def test_toggled_probabilities_match_numpy(toggles):
     layer = _layer("causal", **TOGGLES[toggles])
     query, _ = _inputs("causal")

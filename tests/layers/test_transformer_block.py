@@ -168,19 +168,25 @@ def test_cross_attention_block_by_hand(ln_position):
 
 
 @pytest.mark.parametrize(
-    "self_attention,window,toggles",
-    [("bidirectional", None, {}), ("causal", None, {}), ("banded", 3, {}),
-     ("causal", None, dict(norm="rms", feed_forward="swiglu", position="rotary",
-                           num_kv_heads=2)),
-     ("banded", 3, dict(position="alibi", attention_softcap=1.0))],
+    "self_attention,window,padded,toggles",
+    [("bidirectional", None, True, {}),
+     ("causal", None, False, {}),  # the fused causal kernel
+     ("causal", None, True, {}),
+     ("banded", 3, True, {}),
+     ("causal", None, True, dict(norm="rms", feed_forward="swiglu", position="rotary",
+                                 num_kv_heads=2)),
+     ("banded", 3, True, dict(position="alibi", attention_softcap=1.0))],
 )
-def test_parallel_block_is_one_norm_read_by_both_sublayers(self_attention, window, toggles):
+def test_parallel_block_is_one_norm_read_by_both_sublayers(self_attention, window, padded,
+                                                           toggles):
     """`x + attn(norm(x)) + ff(norm(x))`, the norm by hand, on each self-attention path."""
     block = _block("pre", randomize=True, self_attention=self_attention, window=window,
                    parallel_block=True, **toggles)
     x = _x()
-    padding = np.ones((BATCH, T_LEN), bool)
-    padding[1, :2] = False
+    padding = None
+    if padded:
+        padding = np.ones((BATCH, T_LEN), bool)
+        padding[1, :2] = False
     got = _np(block(x, padding_mask=padding))
     norm = block.self_attention_norm
     normed = (_rms_norm(norm, x) if toggles.get("norm") == "rms"
@@ -211,7 +217,7 @@ def test_parallel_block_has_one_norm_fewer():
     "kwargs,names",
     [(dict(parallel_block=True, ln_position="post"), ("parallel_block", "ln_position")),
      (dict(parallel_block=True, ln_position="pre", cross_attention=True),
-      ("parallel_block", "cross_attention")),
+      ("parallel_block", "cross-attention")),
      (dict(parallel_block="yes", ln_position="pre"), ("parallel_block",))],
 )
 def test_parallel_block_arguments_are_checked(kwargs, names):

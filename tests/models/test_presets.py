@@ -109,6 +109,8 @@ def zero_initial_values(monkeypatch):
 
     for draw in ("uniform", "normal", "truncated_normal"):
         monkeypatch.setattr(random_initializers.random, draw, zeros)
+    # Were Keras to draw elsewhere, the tests would stay right but slow: say so instead.
+    assert not np.any(ops.convert_to_numpy(keras.initializers.GlorotUniform()((4, 4))))
 
 
 @pytest.mark.parametrize("name", BUILDABLE)
@@ -149,6 +151,17 @@ VARIANTS = [
     ("gpt2_tiny", dict(parallel_block=True)),
     ("llama_tiny", dict(parallel_block=True, attention_softcap=50.0)),
 ]
+
+
+def test_a_parallel_block_with_cross_attention_is_refused_when_configured():
+    """An EncoderDecoder's decoder blocks read the encoder: no parallel block, and the config
+    says so before any count or build."""
+    for make in (lambda: preset_config("transformer_tiny", parallel_block=True,
+                                       ln_position="pre"),
+                 lambda: EncoderDecoder.from_preset("transformer_tiny", parallel_block=True,
+                                                    ln_position="pre")):
+        with pytest.raises(ValueError, match="parallel_block.*cross-attention"):
+            make()
 
 
 @pytest.mark.parametrize("name,overrides", VARIANTS)

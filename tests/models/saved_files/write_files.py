@@ -3,7 +3,7 @@
 Run once, at the commit named in `manifest.json`, to freeze what a model saved
 by that version of the library computes:
 
-    KERAS_BACKEND=jax python tests/models/saved_files/write_files.py
+    KERAS_BACKEND=jax python tests/models/saved_files/write_files.py --all
 
 A toggle added later gets a file of its own, written at the commit that added it
 and appended to the manifest under that commit, the older files left as they are:
@@ -62,7 +62,7 @@ MODELS = [
     # Added after the redesign of issue 35 (their own commit in the manifest).
     ("gptj_parallel_softcap", "DecoderOnly", dict(
         ln_position="pre", position="rotary", rotary_fraction=0.5, parallel_block=True,
-        attention_softcap=5.0, attention_window=4)),
+        attention_softcap=0.3, attention_window=4)),
 ]
 SIZE = dict(vocab_size=32, d_model=16, num_heads=4, d_ff=32, max_length=16, dropout=0.1)
 DEPTH = {"DecoderOnly": dict(num_layers=2), "EncoderDecoder": dict(num_layers=2)}
@@ -79,8 +79,13 @@ def inputs(family, rng):
     return {"source": source, "target": ids}
 
 
-def main(names=()):
-    """Writes every model (a fresh manifest), or only `names` (appended under this commit)."""
+def main(names):
+    """Writes the models `names` (appended under this commit), or with `["--all"]` every model
+    and a fresh manifest (which rewrites the older files: only to start a new set)."""
+    if not names:
+        raise SystemExit("name the models to write, or --all (rewrites every file)")
+    if names == ["--all"]:
+        names = []
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True,
@@ -111,9 +116,16 @@ def main(names=()):
         model.save(os.path.join(HERE, f"{name}.keras"))
         arrays = dict(x) if isinstance(x, dict) else {"ids": x}
         np.savez(os.path.join(HERE, f"{name}.npz"), logits=logits, **arrays)
+        if arguments.get("attention_softcap"):  # the file must tell a capped model apart
+            uncapped = getattr(kt, family).from_config(
+                dict(model.get_config(), block=dict(model.get_config()["block"],
+                                                     attention_softcap=None)))
+            uncapped.set_weights(model.get_weights())
+            moved = np.abs(np.asarray(uncapped.predict(x, verbose=0)) - logits).max()
+            assert moved > 1e-3, f"{name}: the cap moves the logits by {moved} only"
         item = {"name": name, "family": family, "arguments": arguments, "quantize": mode}
         if names:
-            item.update(commit=commit, keras=keras.__version__)
+            item.update(commit=commit, backend=keras.backend.backend(), keras=keras.__version__)
         manifest["models"].append(item)
     with open(os.path.join(HERE, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
