@@ -62,7 +62,7 @@ MODELS = [
     # Added after the redesign of issue 35 (their own commit in the manifest).
     ("gptj_parallel_softcap", "DecoderOnly", dict(
         ln_position="pre", position="rotary", rotary_fraction=0.5, parallel_block=True,
-        attention_softcap=0.3, attention_window=4)),
+        attention_softcap=1.0, attention_window=4, scale_attention=8.0)),
 ]
 SIZE = dict(vocab_size=32, d_model=16, num_heads=4, d_ff=32, max_length=16, dropout=0.1)
 DEPTH = {"DecoderOnly": dict(num_layers=2), "EncoderDecoder": dict(num_layers=2)}
@@ -104,12 +104,19 @@ def main(names):
     for name, family, arguments in chosen:
         arguments = dict(arguments)
         mode = arguments.pop("quantize", None)
+        # Query/key kernels scaled up after training, so that the scores are large enough
+        # for a toggle that acts on them (a cap) to show in the logits.
+        scale_attention = arguments.pop("scale_attention", None)
         model = getattr(kt, family)(**SIZE, **DEPTH[family], **arguments)
         x = inputs(family, rng)
         labels = rng.integers(0, SIZE["vocab_size"], size=(2, LENGTH)).astype("int32")
         model.compile(optimizer=keras.optimizers.SGD(0.5),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         model.fit(x, labels, epochs=3, batch_size=2, verbose=0)
+        if scale_attention is not None:
+            for weight in model.weights:
+                if weight.path.endswith("qkv/kernel"):
+                    weight.assign(weight * scale_attention)
         if mode is not None:
             model.quantize(mode)
         logits = np.asarray(model.predict(x, verbose=0))
