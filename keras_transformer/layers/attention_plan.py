@@ -179,7 +179,7 @@ def soft_cap(cap):
     Example:
     >>> import numpy as np
     >>> capped = soft_cap(5.0)(np.array([0.0, 1.0, 100.0], "float32"))
-    >>> np.round(np.asarray(capped), 3).tolist()
+    >>> [round(float(score), 3) for score in np.asarray(capped)]
     [0.0, 0.987, 5.0]
     """
     if cap is None:
