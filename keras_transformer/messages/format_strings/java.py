@@ -11,6 +11,7 @@ from keras_transformer.messages.format_strings.common import compare_numbered
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import merging
 from keras_transformer.messages.format_strings.common import typed_arguments
+from keras_transformer.messages.format_strings.common import view_text
 
 _HEX_ESCAPE = re.compile(r"\\u[0-9A-Fa-f]{4}")
 _ARGUMENT = re.compile(r"[0-9]+")
@@ -106,8 +107,7 @@ def _element(element, spec):
     has_style, style = bool(style), style[1:]
     if word == ",number" and has_style and style not in ("currency", "percent", "integer") \
             and not _number_format(style):
-        style = style.encode("latin-1").decode("utf-8", "surrogateescape")
-        spec.refuse(f'the substring "{style}" is not a valid number style')
+        spec.refuse(f'the substring "{view_text(style)}" is not a valid number style')
     if word == ",choice" and style:
         _choice_format(style, spec)
     spec.pairs.append((c_unsigned(number.group()), kind))
