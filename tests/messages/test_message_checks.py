@@ -419,6 +419,23 @@ def test_a_translation_nested_a_little_deeper_than_the_limit_is_not_refused(tmp_
     assert _our_verdict(path) == _msgfmt_verdict(path) == (True, None)
 
 
+@pytest.mark.parametrize("msgstr,accepted", [
+    ("{" * 200_000, False),  # each `{` would scan to the end
+    ("'{" * 100_000, False),
+    ("{0,choice,0#" * 99 + "x" * 200_000 + "}" * 99, True),  # each level would step 200 KB
+    ("{0,choice,0#" * 99 + "{0}" * 66_000 + "}" * 99, True),  # ... and count its braces
+    ("{0,choice,0#" * 99 + "''x|" * 50_000 + "}" * 99, False),
+])
+def test_long_java_strings_are_read_in_one_pass_per_level(tmp_path, msgstr, accepted):
+    """Long hostile java-format strings are judged as msgfmt judges them, in a search per
+    stop (quote, brace, `|`) rather than a step per character: these take seconds when each
+    level of a choice steps through the text nested in it."""
+    path = tmp_path / "t.po"
+    path.write_text(f'{HEADER}\n#, java-format\nmsgid "{{0,choice,0#x}}"\nmsgstr "{msgstr}"\n',
+                    encoding="utf-8")
+    assert _our_verdict(path) == _msgfmt_verdict(path) == (accepted, None if accepted else 7)
+
+
 @pytest.mark.parametrize("charset,flag,msgid,msgstr", [
     ("BIG5", "lisp-format", "~a", b"~a \xa4\x7e"),  # 才: its second byte is `~`
     ("BIG5", "java-format", "{0}", b"{0} \xa4\x7b"),  # its second byte is `{`
