@@ -752,7 +752,10 @@ def parse_po(source, name="<string>"):
     if undecodable is not None:
         reader.undecodable, reader.decoded_from = _UNDECODED, undecodable
     entries = reader.read()
-    return PoFile(layout, entries, charset, name)
+    catalog = PoFile(layout, entries, charset, name)
+    if isinstance(source, (bytes, bytearray)) and not bytes(source).isascii():
+        catalog._spellings = (charset, charsets.spellings(text, bytes(source), charset))
+    return catalog
 
 
 def read_po(path):
@@ -813,6 +816,9 @@ class PoFile:
         # lines, joined by the file's line end; rank orders edits that start together.
         self._edits = []
         self._header_edit, self._header_created = None, False
+        # (codec, {offset in the text read: bytes}): characters read in a spelling the codec
+        # does not write (charsets.spellings), kept where their text is
+        self._spellings = (encoding, {})
 
     @property
     def header(self):
@@ -959,14 +965,51 @@ class PoFile:
         Returns:
             A `str`, with the line ends the file had.
         """
+        return "".join(piece for piece, _ in self._pieces())
+
+    def encoded(self, errors="strict"):
+        r"""The catalog's text in its encoding, each character read kept in the bytes it was
+        read from (EUC-TW's 4-byte spelling of a 2-byte character stays 4 bytes).
+
+        Args:
+            errors: `"strict"`, or `"surrogateescape"` to write the bytes the charset
+                could not decode as they were.
+
+        Returns:
+            `bytes`.
+
+        Raises:
+            UnicodeEncodeError: text the encoding cannot hold.
+
+        Example:
+        >>> parse_po('msgid "a"\nmsgstr "ä"\n'.encode()).encoded()
+        b'msgid "a"\nmsgstr "\xc3\xa4"\n'
+        """
+        codec, spelled = self._spellings
+        spelled = spelled if codec == self.encoding else {}
+        offsets, out = sorted(spelled), []
+        for piece, start in self._pieces():
+            at = 0
+            if start is not None:
+                for offset in offsets[bisect.bisect_left(offsets, start):
+                                      bisect.bisect_left(offsets, start + len(piece))]:
+                    out.append(charsets.encode(piece[at:offset - start], self.encoding, errors))
+                    out.append(spelled[offset])
+                    at = offset - start + 1
+            out.append(charsets.encode(piece[at:], self.encoding, errors))
+        return b"".join(out)
+
+    def _pieces(self):
+        """The catalog's text in order: (text, its offset in the text read, or None for an
+        edit's)."""
         layout = self._layout
         newline, original, at = layout.newline, layout.text(), layout.offset
 
-        out, position = [], 0
+        position = 0
         for start, end, _, lines in sorted(self._edits, key=lambda edit: (edit[0], edit[2])):
             begin = at(*start)
-            out.append(original[position:begin])
-            out.append(newline.join(lines))
+            if begin > position:
+                yield original[position:begin], position
+            yield newline.join(lines), None
             position = max(position, begin, at(*end))
-        out.append(original[position:])
-        return "".join(out)
+        yield original[position:], position
