@@ -594,7 +594,7 @@ def catalog_bytes(catalog):
     """
     try:
         # surrogateescape: the bytes of comments the charset could not decode, as they were
-        return charsets.encode(catalog.text(), catalog.encoding, "surrogateescape")
+        return catalog.encoded("surrogateescape")
     except UnicodeEncodeError as error:
         raise ValueError(
             f"the catalog has text that {catalog.encoding} cannot hold ({error}); "

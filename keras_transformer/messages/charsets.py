@@ -29,7 +29,7 @@ import errno
 import functools
 import re
 
-__all__ = ["Charset", "decode", "encode", "lookup"]
+__all__ = ["Charset", "decode", "encode", "lookup", "spellings"]
 
 _UTF32 = b"UTF-32LE"  # iconv's side of the conversion: 4 bytes a character, no byte-order mark
 _CHUNK = 1 << 20  # the most bytes of output one iconv call writes
@@ -333,6 +333,42 @@ def encode(text, charset, errors="strict"):
     b'\xe9'
     """
     return _required(charset).encode(text, errors)
+
+
+def spellings(text, data, charset):
+    r"""The characters `data` spells otherwise than `encode` writes them, which a charset with
+    two spellings of a character needs to write back as they were (EUC-TW spells a character
+    of CNS plane 1 in 2 bytes, or in 4 after SS2 0x8E 0xA1; iconv writes 2).
+
+    Args:
+        text: `data` decoded in `charset` (`"surrogateescape"` where bytes did not decode).
+        data: the bytes.
+        charset: the charset's name.
+
+    Returns:
+        {offset in `text`: the character's bytes in `data`}; empty when `text` encodes back
+        to `data`, or when its characters do not align with the bytes one by one (a byte
+        sequence decoded to two characters: nothing is known to keep).
+
+    Example:
+    >>> spellings("a\u4e00", b"a\xc4\xa1", "UTF-8")
+    {}
+    """
+    if encode(text, charset, "surrogateescape") == data:
+        return {}
+    found, at, written = {}, 0, {}
+    for offset, char in enumerate(text):
+        if char not in written:
+            written[char] = encode(char, charset, "surrogateescape")
+        if data.startswith(written[char], at):
+            at += len(written[char])
+            continue
+        size = next((size for size in range(1, 9)
+                     if decode(data[at:at + size], charset, "surrogateescape") == char), None)
+        if size is None:
+            return {}
+        found[offset], at = data[at:at + size], at + size
+    return found if at == len(data) else {}
 
 
 def _required(charset):

@@ -25,7 +25,9 @@ gcc-internal, gfc-internal, lisp, scheme (the parsers of the later ones are
 in the `format_strings` package; KUIT markup is read by the libxml2 msgfmt
 links, and goes unchecked where it cannot be loaded; a Lisp or Scheme string
 on which gettext's code reads or writes memory it never set, where msgfmt's
-verdict cannot be known, goes unchecked too).
+verdict cannot be known, goes unchecked too). Every language is read in the
+catalog's bytes (`bytes_view`), as msgfmt reads it: a BIG5 character's second
+byte can be a `{`, and a UTF-8 é is two bytes, no brace field's fill.
 
 An entry is checked when msgfmt compiles it: not obsolete, not fuzzy, with a
 first form that is not empty.
@@ -63,6 +65,7 @@ from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import MIXES_NAMED
 from keras_transformer.messages.format_strings.common import numbered_star
 from keras_transformer.messages.format_strings.common import UNTERMINATED
+from keras_transformer.messages.format_strings.common import view_text
 from keras_transformer.messages.format_strings.common import width_and_precision
 from keras_transformer.messages.format_strings import gcc
 from keras_transformer.messages.format_strings import java
@@ -209,7 +212,7 @@ def _python_arguments(text):
                 at += 1
             if at >= end:
                 raise Invalid(UNTERMINATED)
-            name = text[start:at]
+            name = view_text(text[start:at])
             at += 1
         while at < end and text[at] in "-+ #0":
             at += 1
@@ -294,21 +297,21 @@ def _brace_directive(text, at, directive, toplevel):
     start = at
     name = _BRACE_NAME.match(text, at)
     if not name:
-        raise Invalid(f"In the directive number {directive}, '{text[at:at + 1]}' cannot start a "
-                      "field name.")
+        raise Invalid(f"In the directive number {directive}, '{view_text(text[at:at + 1])}' "
+                      "cannot start a field name.")
     at = name.end()
     while text[at:at + 1] in (".", "["):
         if text[at] == ".":
             attribute = _BRACE_ATTRIBUTE.match(text, at + 1)
             if not attribute:
-                raise Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
-                              "cannot start a getattr argument.")
+                raise Invalid(f"In the directive number {directive}, "
+                              f"'{view_text(text[at + 1:at + 2])}' cannot start a getattr argument.")
             at = attribute.end()
         else:
             key = _BRACE_NAME.match(text, at + 1)
             if not key:
-                raise Invalid(f"In the directive number {directive}, '{text[at + 1:at + 2]}' "
-                              "cannot start a getitem argument.")
+                raise Invalid(f"In the directive number {directive}, "
+                              f"'{view_text(text[at + 1:at + 2])}' cannot start a getitem argument.")
             at = key.end()
             if text[at:at + 1] != "]":
                 raise Invalid(UNTERMINATED)
@@ -327,7 +330,7 @@ def _brace_directive(text, at, directive, toplevel):
     if text[at:at + 1] != "}":
         raise Invalid(f"In the directive number {directive}, there is an unterminated format "
                       "directive.")
-    return text[start:at], at + 1
+    return view_text(text[start:at]), at + 1
 
 
 def _brace_arguments(text):
@@ -568,7 +571,7 @@ def _kuit_arguments(text, encoding):
     problem = kuit.kuit_problem(text, encoding)
     if problem:
         raise Invalid(problem)
-    return _kde_arguments(text)
+    return _kde_arguments(bytes_view(text, encoding))
 
 
 def _compare_kde(wanted, found, strict, pretty):
@@ -593,7 +596,7 @@ def _compare_kde(wanted, found, strict, pretty):
 def _perl_brace_arguments(text):
     """The names of a Perl brace format string (format-perl-brace.c): `{name}` with an ASCII
     identifier; anything else is text."""
-    return set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", text))
+    return set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", text))  # ASCII: the view's text
 
 
 def _compare_perl_brace(wanted, found, strict, pretty):
@@ -681,9 +684,10 @@ class _Language:
     compare: object  # (msgid's, msgstr's, strict, (pretty msgid, pretty msgstr)) -> problem or None
 
 
-def _text_only(parse):
-    """A `parse` of a language whose directives this module reads in the text's characters."""
-    return lambda text, translated, encoding: parse(text)
+def _in_view(parse):
+    """A `parse` of a language this module reads in the catalog's bytes: `parse(view)` of the
+    text's `bytes_view` in the catalog's encoding."""
+    return lambda text, translated, encoding: parse(bytes_view(text, encoding))
 
 
 def _in_bytes(parse):
@@ -692,26 +696,25 @@ def _in_bytes(parse):
 
 
 _LANGUAGES = {
-    "c": _Language("C", lambda text, translated, encoding: _c_arguments(text, translated),
-                   compare_positional),
-    "objc": _Language("Objective C",
-                      lambda text, translated, encoding: _c_arguments(text, translated, True),
-                      compare_positional),
-    "python": _Language("Python", _text_only(_python_arguments), _compare_python),
-    "python-brace": _Language("Python brace", _text_only(_brace_arguments),
+    "c": _Language("C", lambda text, translated, encoding: _c_arguments(
+        bytes_view(text, encoding), translated), compare_positional),
+    "objc": _Language("Objective C", lambda text, translated, encoding: _c_arguments(
+        bytes_view(text, encoding), translated, True), compare_positional),
+    "python": _Language("Python", _in_view(_python_arguments), _compare_python),
+    "python-brace": _Language("Python brace", _in_view(_brace_arguments),
                               lambda a, b, strict, pretty: _compare_names(a, b, strict, pretty, True)),
-    "sh": _Language("Shell", _text_only(_sh_arguments), _compare_names),
+    "sh": _Language("Shell", _in_view(_sh_arguments), _compare_names),
     "php": _Language("PHP", _in_bytes(_php_arguments), compare_numbered),
     "javascript": _Language("JavaScript", _in_bytes(_javascript_arguments),
                             lambda a, b, strict, pretty: compare_numbered(a, b, strict, pretty, "any")),
     "lua": _Language("Lua", _in_bytes(_lua_arguments), _compare_lua),
-    "qt": _Language("Qt", _text_only(_qt_arguments), _compare_qt),
-    "qt-plural": _Language("Qt plural", _text_only(_qt_plural_arguments), _compare_qt_plural),
-    "kde": _Language("KDE", _text_only(_kde_arguments), _compare_kde),
+    "qt": _Language("Qt", _in_view(_qt_arguments), _compare_qt),
+    "qt-plural": _Language("Qt plural", _in_view(_qt_plural_arguments), _compare_qt_plural),
+    "kde": _Language("KDE", _in_view(_kde_arguments), _compare_kde),
     "kde-kuit": _Language("KDE KUIT", _in_bytes(_kuit_arguments), _compare_kde),
-    "perl-brace": _Language("Perl brace", _text_only(_perl_brace_arguments), _compare_perl_brace),
-    "smalltalk": _Language("Smalltalk", _text_only(_smalltalk_arguments), _compare_used),
-    "ycp": _Language("YCP", _text_only(_smalltalk_arguments), _compare_used),
+    "perl-brace": _Language("Perl brace", _in_view(_perl_brace_arguments), _compare_perl_brace),
+    "smalltalk": _Language("Smalltalk", _in_view(_smalltalk_arguments), _compare_used),
+    "ycp": _Language("YCP", _in_view(_smalltalk_arguments), _compare_used),
     "csharp": _Language("C#", _in_bytes(_csharp_arguments), _compare_counts),
     **{language: _Language(pretty, _in_bytes(parse), compare_numbered)
        for language, pretty, parse in [

@@ -41,6 +41,7 @@ import codecs
 import dataclasses
 import os
 import re
+import unicodedata
 
 from keras_transformer.messages import charsets
 
@@ -270,6 +271,50 @@ class _Previous:
     strings: int = 0  # how many strings it has so far
 
 
+# gnulib's uc_width, which msgfmt 0.21 counts an error's column with (po-lex.c's mb_width), as
+# libunistring 1.0 has it: unassigned code points in these blocks are wide, these nonspacing
+# marks take a column, and in these charsets (is_cjk_encoding) every character from U+00A1 to
+# U+FF60 but U+20A9 takes two.
+_WIDE_BLOCKS = ((0x2E80, 0x303E), (0x3040, 0xA4CF), (0xF900, 0xFAFF), (0xFE10, 0xFE1F),
+                (0xFE30, 0xFE6F), (0xFF00, 0xFF60), (0x1F200, 0x1F2FF), (0x20000, 0x3FFFF))
+_SPACING_MARKS = frozenset({0xCBF, 0xCC6, 0x11A07, 0x11A08, 0x11C3F})
+_CJK_CODECS = frozenset({"euc_jp", "gb2312", "gbk", "EUC-TW", "big5", "euc_kr", "cp949", "johab"})
+
+
+def _column(text, codec, decoded):
+    """The column msgfmt counts after `text` (0-based), in a catalog in `codec`: a tab to the
+    next multiple of 8, controls none; where msgfmt reads characters (`decoded`: after the
+    header entry that names a charset), nonspacing marks and format characters none, wide
+    characters two (in a CJK charset most are), an undecoded byte one; before, every other
+    byte one."""
+    if not decoded:
+        try:
+            text = charsets.encode(text, codec, "surrogateescape").decode("latin-1")
+        except UnicodeEncodeError:  # text built in memory, not read from the charset's bytes
+            pass
+    column, cjk = 0, codec in _CJK_CODECS
+    for char in text:
+        code = ord(char)
+        if char == "\t":
+            column += 8 - column % 8
+            continue
+        if code < 0x20 or code == 0x7F or decoded and 0x7F <= code < 0xA0:
+            continue
+        if code < 0x7F or not decoded:
+            column += 1
+            continue
+        category = unicodedata.category(char)
+        if category == "Cn":
+            wide = any(low <= code <= high for low, high in _WIDE_BLOCKS)
+        elif code not in _SPACING_MARKS and (category in ("Mn", "Me", "Cf") or 0x1160 <= code < 0x1200
+                                             or 0xD7B0 <= code < 0xD800):
+            continue
+        else:
+            wide = unicodedata.east_asian_width(char) in ("W", "F")
+        column += 2 if wide or cjk and 0xA1 <= code < 0xFF61 and code != 0x20A9 else 1
+    return column
+
+
 class _Reader:
     """Reads the lines of a decoded catalog into `PoEntry`s, token by token as GNU gettext's
     po-lex.c does: `#~` makes the rest of a line obsolete and `#|` previous, wherever they
@@ -280,8 +325,9 @@ class _Reader:
         self.name, self.charset = name, charset
         self.undecodable = None  # a pattern of the bytes the charset could not decode, if any
         # (logical line, column) where the charset starts to apply: msgfmt learns it from the
-        # header entry, and reads the file up to the end of that entry as bytes.
-        self.decoded_from = (0, 0)
+        # header entry, and reads the file up to the end of that entry as bytes (None: all of
+        # it, no portable charset named).
+        self.decoded_from = None
         self.stop_at_header = stop_at_header  # stop reading once the header entry is read
         self.previous = None  # the `#|` lines being read, a `_Previous`
         self.entries = []
@@ -293,9 +339,13 @@ class _Reader:
 
     def location(self, number, column=None):
         """`file:line[:column]` (1-based, in the file's physical lines) of a logical line's
-        0-based (number, column)."""
+        0-based (number, column); the column as msgfmt counts it (`_display_column`)."""
         line, at = self.layout.physical(number, column or 0)
-        return f"{self.name}:{line + 1}" + (f":{at + 1}" if column is not None else "")
+        if column is None:
+            return f"{self.name}:{line + 1}"
+        before = self.layout.lines[line][:at] if line < len(self.layout.lines) else ""
+        decoded = self.decoded_from is not None and (number, column) >= self.decoded_from
+        return f"{self.name}:{line + 1}:{_column(before, self.charset, decoded) + 1}"
 
     def error(self, number, message, column=None):
         raise PoSyntaxError(f"{self.location(number, column)}: {message}")
@@ -642,9 +692,10 @@ def _declared_charset(text, name):
     """
     reader = _Reader(_Layout(text), name, "latin-1", stop_at_header=True)
     try:
-        header = next((entry for entry in reader.read() if entry.is_header), None)
-    except PoSyntaxError:
-        return None, None, None
+        reader.read()
+    except PoSyntaxError:  # after the header, msgfmt knows the charset (`msgid "\q"` next)
+        pass
+    header = next((entry for entry in reader.entries if entry.is_header), None)
     if header is None or "charset=" not in header.msgstr[0]:
         return None, None, None
     declared = re.split("[ \t\n]", header.msgstr[0].split("charset=", 1)[1], maxsplit=1)[0]
@@ -689,15 +740,16 @@ def _decode_as_bytes(data, declared):
 
 
 def _decode(data, name):
-    """(text, codec, None when every byte decodes, else the logical (line, column) from which
-    a byte the charset cannot decode (kept as a surrogate escape) is refused: msgfmt reads the
-    file as bytes up to the end of the header entry, which names the charset)."""
+    """(text, codec, the logical (line, column) from which the charset applies or None,
+    whether a byte it cannot decode is there (kept as a surrogate escape; refused from that
+    point): msgfmt reads the file as bytes up to the end of the header entry, which names the
+    charset, and throughout when it names none of gettext's portable ones)."""
     if data.startswith(codecs.BOM_UTF8):
         _refuse_byte_order_mark(name)
     declared, line, header_end = _declared_charset(data.decode("latin-1"), name)
     portable = _PORTABLE_CHARSETS.get((declared or "").upper())
     if portable is None:
-        return (*_decode_as_bytes(data, declared), None)
+        return (*_decode_as_bytes(data, declared), None, False)
     charset = _codec(portable)
     if charset is None:  # msgfmt reads an ASCII file whatever its header calls the charset
         if not data.isascii():
@@ -705,12 +757,12 @@ def _decode(data, name):
                                 "(and this C library has no iconv for it), and the file is not "
                                 "ASCII; convert it with msgconv -t UTF-8")
         charset = "ascii"
+    end, before = header_end  # the header's text on its last line, as Latin-1
+    start = (end, len(charsets.decode(before.encode("latin-1"), charset, "surrogateescape")))
     try:
-        return charsets.decode(data, charset), charset, None
+        return charsets.decode(data, charset), charset, start, False
     except UnicodeDecodeError:
-        end, before = header_end  # the header's text on its last line, as Latin-1
-        column = len(charsets.decode(before.encode("latin-1"), charset, "surrogateescape"))
-        return charsets.decode(data, charset, "surrogateescape"), charset, (end, column)
+        return charsets.decode(data, charset, "surrogateescape"), charset, start, True
 
 
 def parse_po(source, name="<string>"):
@@ -735,24 +787,28 @@ def parse_po(source, name="<string>"):
     ...
     keras_transformer.messages.po_file.PoSyntaxError: de.po:1:7: end-of-line within string
     """
-    undecodable = None
     if isinstance(source, (bytes, bytearray)):
-        text, charset, undecodable = _decode(bytes(source), name)
+        text, charset, decoded_from, undecodable = _decode(bytes(source), name)
     elif isinstance(source, str):
-        declared = _declared_charset(source, name)[0]
+        declared, _, header_end = _declared_charset(source, name)
         portable = _PORTABLE_CHARSETS.get((declared or "").upper())
         charset = (portable and _codec(portable)) or "utf-8"
-        text = source
+        text, undecodable = source, False
+        decoded_from = (header_end[0], len(header_end[1])) if portable else None
         if text.startswith("\ufeff"):
             _refuse_byte_order_mark(name)
     else:
         raise TypeError(f"source must be the catalog's str or bytes, got {type(source).__name__}.")
     layout = _Layout(text)
     reader = _Reader(layout, name, charset)
-    if undecodable is not None:
-        reader.undecodable, reader.decoded_from = _UNDECODED, undecodable
+    reader.decoded_from = decoded_from
+    if undecodable:
+        reader.undecodable = _UNDECODED
     entries = reader.read()
-    return PoFile(layout, entries, charset, name)
+    catalog = PoFile(layout, entries, charset, name)
+    if isinstance(source, (bytes, bytearray)) and not bytes(source).isascii():
+        catalog._spellings = (charset, charsets.spellings(text, bytes(source), charset))
+    return catalog
 
 
 def read_po(path):
@@ -813,6 +869,9 @@ class PoFile:
         # lines, joined by the file's line end; rank orders edits that start together.
         self._edits = []
         self._header_edit, self._header_created = None, False
+        # (codec, {offset in the text read: bytes}): characters read in a spelling the codec
+        # does not write (charsets.spellings), kept where their text is
+        self._spellings = (encoding, {})
 
     @property
     def header(self):
@@ -959,14 +1018,51 @@ class PoFile:
         Returns:
             A `str`, with the line ends the file had.
         """
+        return "".join(piece for piece, _ in self._pieces())
+
+    def encoded(self, errors="strict"):
+        r"""The catalog's text in its encoding, each character read kept in the bytes it was
+        read from (EUC-TW's 4-byte spelling of a 2-byte character stays 4 bytes).
+
+        Args:
+            errors: `"strict"`, or `"surrogateescape"` to write the bytes the charset
+                could not decode as they were.
+
+        Returns:
+            `bytes`.
+
+        Raises:
+            UnicodeEncodeError: text the encoding cannot hold.
+
+        Example:
+        >>> parse_po('msgid "a"\nmsgstr "ä"\n'.encode()).encoded()
+        b'msgid "a"\nmsgstr "\xc3\xa4"\n'
+        """
+        codec, spelled = self._spellings
+        spelled = spelled if codec == self.encoding else {}
+        offsets, out = sorted(spelled), []
+        for piece, start in self._pieces():
+            at = 0
+            if start is not None:
+                for offset in offsets[bisect.bisect_left(offsets, start):
+                                      bisect.bisect_left(offsets, start + len(piece))]:
+                    out.append(charsets.encode(piece[at:offset - start], self.encoding, errors))
+                    out.append(spelled[offset])
+                    at = offset - start + 1
+            out.append(charsets.encode(piece[at:], self.encoding, errors))
+        return b"".join(out)
+
+    def _pieces(self):
+        """The catalog's text in order: (text, its offset in the text read, or None for an
+        edit's)."""
         layout = self._layout
         newline, original, at = layout.newline, layout.text(), layout.offset
 
-        out, position = [], 0
+        position = 0
         for start, end, _, lines in sorted(self._edits, key=lambda edit: (edit[0], edit[2])):
             begin = at(*start)
-            out.append(original[position:begin])
-            out.append(newline.join(lines))
+            if begin > position:
+                yield original[position:begin], position
+            yield newline.join(lines), None
             position = max(position, begin, at(*end))
-        out.append(original[position:])
-        return "".join(out)
+        yield original[position:], position

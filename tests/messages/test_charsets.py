@@ -116,6 +116,28 @@ def test_a_filled_catalog_is_written_in_its_charset(charset, tmp_path):
 
 
 @needs_gettext
+def test_euc_tw_four_byte_spellings_are_written_back_as_they_were(tmp_path):
+    """EUC-TW spells a CNS plane 1 character in 2 bytes or in 4 after SS2 (0x8E 0xA1), and
+    iconv writes 2: the 4 bytes read (in a kept translation, a comment, the entry filled
+    next to them) are written back as they were; msgfmt compiles both files alike."""
+    four, two = b"\x8e\xa1\xc4\xa1", b"\xc4\xa1"  # U+4E00 both
+    plane2 = b"\x8e\xa2\xa1\xa1"  # SS2 for plane 2: its one spelling
+    source, out = tmp_path / "in.po", tmp_path / "out.po"
+    source.write_bytes(catalog("EUC-TW", b"\n# " + four + b"\nmsgid \"b\"\nmsgstr \"" + four + two
+                               + plane2 + b'"\n\nmsgid "' + four + b'"\nmsgstr ""\n'))
+    po = read_po(source)
+    assert po.entries[3].msgid == "\u4e00" and po.entries[2].msgstr == ["\u4e00\u4e00\u4e42"]
+    translate_catalog(po, Translator("\u4e00"))
+    write_catalog(po, out)
+    written = out.read_bytes()
+    assert written.replace(b'msgstr "' + two + b'"', b'msgstr ""').replace(
+        b"#, fuzzy\n", b"") == source.read_bytes()
+    assert catalog_bytes(read_po(source)) == source.read_bytes()
+    assert msgfmt(source).returncode == msgfmt(out).returncode == 0
+    assert msgunfmt(out, "EUC-TW") == msgunfmt(source, "EUC-TW")
+
+
+@needs_gettext
 @pytest.mark.parametrize("charset", SAMPLES)
 def test_text_the_charset_cannot_hold_switches_the_catalog_to_utf8(charset, tmp_path):
     """As for a charset Python has: the header's charset becomes UTF-8, the text is kept."""

@@ -419,6 +419,23 @@ def test_a_translation_nested_a_little_deeper_than_the_limit_is_not_refused(tmp_
     assert _our_verdict(path) == _msgfmt_verdict(path) == (True, None)
 
 
+@pytest.mark.parametrize("msgstr,accepted", [
+    ("{" * 200_000, False),  # each `{` would scan to the end
+    ("'{" * 100_000, False),
+    ("{0,choice,0#" * 99 + "x" * 200_000 + "}" * 99, True),  # each level would step 200 KB
+    ("{0,choice,0#" * 99 + "{0}" * 66_000 + "}" * 99, True),  # ... and count its braces
+    ("{0,choice,0#" * 99 + "''x|" * 50_000 + "}" * 99, False),
+])
+def test_long_java_strings_are_read_in_one_pass_per_level(tmp_path, msgstr, accepted):
+    """Long hostile java-format strings are judged as msgfmt judges them, in a search per
+    stop (quote, brace, `|`) rather than a step per character: these take seconds when each
+    level of a choice steps through the text nested in it."""
+    path = tmp_path / "t.po"
+    path.write_text(f'{HEADER}\n#, java-format\nmsgid "{{0,choice,0#x}}"\nmsgstr "{msgstr}"\n',
+                    encoding="utf-8")
+    assert _our_verdict(path) == _msgfmt_verdict(path) == (accepted, None if accepted else 7)
+
+
 @pytest.mark.parametrize("charset,flag,msgid,msgstr", [
     ("BIG5", "lisp-format", "~a", b"~a \xa4\x7e"),  # 才: its second byte is `~`
     ("BIG5", "java-format", "{0}", b"{0} \xa4\x7b"),  # its second byte is `{`
@@ -437,6 +454,31 @@ def test_format_strings_are_read_in_the_catalogs_bytes(tmp_path, charset, flag, 
     path.write_bytes(HEADER.replace("UTF-8", charset).encode("ascii")
                      + f'\n#, {flag}\nmsgid "{msgid}"\nmsgstr "'.encode("ascii") + msgstr + b'"\n')
     assert _our_verdict(path) == _msgfmt_verdict(path)
+
+
+@pytest.mark.parametrize("charset,flag,msgid,msgstr,accepted", [
+    ("BIG5", "python-brace-format", "{0}", b"{0} \xa4\x7b", False),  # a `{` no name follows
+    ("SHIFT_JIS", "python-brace-format", "{0}", b"{0} \x83\x7b", False),
+    ("GBK", "python-brace-format", "{a}", b"{a} \x81\x7b", False),
+    ("BIG5", "python-brace-format", "{a}", b"{a} \xa4\x7d", True),  # a lone `}` is text
+    ("UTF-8", "python-brace-format", "{0:\xc3\xa9>}", b"{1}", True),  # \xc3 is no fill: msgid is invalid
+    ("BIG5", "perl-brace-format", "{a}", b"\xa4\x7ba}", True),  # `{a}` in the bytes
+    ("SHIFT_JIS", "perl-brace-format", "{a}", b"{a\x83\x7d", False),
+    ("BIG5", "sh-format", "${A}", b"${A\xa4\x7d}", False),  # a non-ASCII name
+    ("BIG5", "python-format", "%(a)s", b"%(a)s \xa4\x40", True),
+    ("BIG5", "qt-format", "%1", b"%1\xa4\x7b", True),
+    ("BIG5", "kde-format", "%1", b"\xa4\x7b%1", True),
+    ("BIG5", "smalltalk-format", "%1", b"%1 \xa4\x7e", True),
+])
+def test_brace_and_named_formats_are_read_in_the_catalogs_bytes(tmp_path, charset, flag, msgid, msgstr,
+                                                                accepted):
+    """python-brace, perl-brace, sh, Python, Qt, KDE, Smalltalk: msgfmt reads their bytes in
+    the catalog's charset too, where a BIG5, SHIFT_JIS or GBK character's second byte can be a
+    `{` or `}`, and a UTF-8 é is two bytes, no fill character of a brace field."""
+    path = tmp_path / "t.po"
+    path.write_bytes(HEADER.replace("UTF-8", charset).encode("ascii")
+                     + f'\n#, {flag}\nmsgid "{msgid}"\nmsgstr "'.encode("latin-1") + msgstr + b'"\n')
+    assert _our_verdict(path) == _msgfmt_verdict(path) == (accepted, None if accepted else 7)
 
 
 def test_a_format_string_the_catalogs_charset_cannot_hold_is_refused_in_one_line():

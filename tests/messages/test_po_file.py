@@ -1,5 +1,6 @@
 """Reading `.po` files as msgfmt does, and writing back every line we did not change."""
 
+import re
 import shutil
 import subprocess
 
@@ -263,6 +264,43 @@ def test_what_msgfmt_refuses_is_refused_with_file_and_line(name, tmp_path):
         read_po(path)
     assert str(info.value).startswith(f"{path}:{message}"), str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("charset,line,column", [
+    ("UTF-8", 'msgid "\u4e00\\q"', 11),  # a wide character takes two columns
+    ("UTF-8", 'msgid "\U0001f600\\q"', 11),
+    ("UTF-8", 'msgid "e\u0301\u0301\\q"', 10),  # combining marks none
+    ("UTF-8", 'msgid "\u200b\\q"', 9),  # a format character none
+    ("UTF-8", 'msgid "\u4e00\t\\q"', 18),  # a tab to the next multiple of 8
+    ("UTF-8", 'msgid "\u03b1\\q"', 10),
+    ("BIG5", 'msgid "\u03b1\\q"', 11),  # in a CJK charset most characters are wide
+    ("SHIFT_JIS", 'msgid "\u03b1\\q"', 10),  # not one of them to gnulib
+    ("EUC-KR", 'msgid "\u03b1\u4e00\\q"', 13),
+])
+def test_an_errors_column_is_counted_in_display_columns_as_msgfmt_counts_it(tmp_path, charset, line,
+                                                                           column):
+    """msgfmt counts a column by the display width of the characters before it (gnulib's
+    uc_width), not by characters or bytes."""
+    path = write(tmp_path, (HEADER.replace("UTF-8", charset) + line + '\nmsgstr ""\n').encode(charset))
+    theirs = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True,
+                            text=True, errors="replace").stderr
+    assert f"{path}:5:{column}: invalid control sequence" in theirs
+    with pytest.raises(PoSyntaxError, match=f"^{re.escape(str(path))}:5:{column}: invalid control"):
+        read_po(path)
+
+
+@pytest.mark.parametrize("text,location", [
+    ('msgid "\u4e00\\q"\nmsgstr ""\n', "1:12"),  # no charset named: msgfmt counts the 3 bytes
+    ('# \u4e00\u4e00\nmsgid "a"\nmsgstr "\\q"\n', "3:10"),
+    (HEADER.replace('"Content', '"X: \u4e00\\n"\n"Content') + 'msgid "\u4e00\\q"\nmsgstr ""\n', "6:11"),  # after it: width
+])
+def test_before_the_header_names_a_charset_msgfmt_counts_bytes(tmp_path, text, location):
+    path = write(tmp_path, text.encode("utf-8"))
+    theirs = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True,
+                            text=True, errors="replace").stderr
+    assert f"{path}:{location}: invalid control sequence" in theirs
+    with pytest.raises(PoSyntaxError, match=f"^{re.escape(str(path))}:{location}: invalid control"):
+        read_po(path)
 
 
 def test_error_messages_escape_control_characters(tmp_path):

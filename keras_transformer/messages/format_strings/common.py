@@ -60,6 +60,13 @@ def bytes_view(text, encoding="utf-8"):
     return charsets.encode(text, encoding, "surrogateescape").decode("latin-1")
 
 
+def view_text(view):
+    """A name or character of a `bytes_view` as the text msgfmt prints (its bytes, read as
+    UTF-8; a byte that is not is kept as a surrogate): one name for one byte string, and
+    `c_order` sorts them as strcmp sorts the bytes."""
+    return view.encode("latin-1").decode("utf-8", "surrogateescape")
+
+
 def scan_directives(text, parse_directive):
     """Runs `parse_directive(at, directive)` (at: the index after the `%`; it returns the
     index after the directive) on each directive of `text`, as gettext's loops do."""

@@ -11,9 +11,15 @@ from keras_transformer.messages.format_strings.common import compare_numbered
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import merging
 from keras_transformer.messages.format_strings.common import typed_arguments
+from keras_transformer.messages.format_strings.common import view_text
 
 _HEX_ESCAPE = re.compile(r"\\u[0-9A-Fa-f]{4}")
 _ARGUMENT = re.compile(r"[0-9]+")
+_FLAT = re.compile(r"(?:[^{}]|\{[^{}]*\})*")  # text and braces that hold no braces
+# What each loop stops at; the characters between them only step (a quote is always one).
+_MESSAGE_STOPS = re.compile(r"['{}]")
+_NUMBER_STOPS = re.compile(r"['<#|\\]")
+_CHOICE_STOPS = re.compile(r"['|]")
 
 
 class _Reader:
@@ -33,6 +39,15 @@ class _Reader:
     def step(self, count=1):
         self.at += count
         self.handle_quote()
+
+    def step_to(self, stops):
+        """Steps once, then on to the next of `stops` (or the end): what stepping character by
+        character would do, at the cost of one search. Returns where it stopped (before a
+        quote there is stepped over)."""
+        found = stops.search(self.text, self.at + 1)
+        self.at = stop = found.start() if found else len(self.text)
+        self.handle_quote()
+        return stop
 
     def handle_quote(self):
         if self.char() == "'":
@@ -67,12 +82,9 @@ def _message_format(text, spec):
     while True:
         if reader.unquoted("{"):
             spec.directives += 1
-            start = end = reader.at + 1
-            depth = 0
-            while end < len(text) and not (text[end] == "}" and depth == 0):
-                depth += {"{": 1, "}": -1}.get(text[end], 0)
-                end += 1
-            if end >= len(text):
+            start = reader.at + 1
+            end = _closing_brace(text, start)
+            if end < 0:
                 raise Invalid("The string ends in the middle of a directive: found '{' without "
                               "matching '}'.")
             _element(text[start:end], spec)
@@ -82,10 +94,28 @@ def _message_format(text, spec):
             raise Invalid("The string starts in the middle of a directive: found '}' without "
                           "matching '{'.")
         elif not reader.at_end():
-            reader.step()
+            reader.step_to(_MESSAGE_STOPS)
         else:
             spec.depth -= 1
             return
+
+
+def _closing_brace(text, start):
+    """The index of the `}` that closes a `{` before `start`, braces counted whatever the
+    quotes (as format-java.c counts them), or -1. Text and `{...}` without braces inside are
+    skipped in one search."""
+    depth, at = 0, start
+    while True:
+        at = _FLAT.match(text, at).end()
+        if at >= len(text):
+            return -1
+        if text[at] == "{":
+            depth += 1
+        elif depth == 0:
+            return at
+        else:
+            depth -= 1
+        at += 1
 
 
 def _element(element, spec):
@@ -106,8 +136,7 @@ def _element(element, spec):
     has_style, style = bool(style), style[1:]
     if word == ",number" and has_style and style not in ("currency", "percent", "integer") \
             and not _number_format(style):
-        style = style.encode("latin-1").decode("utf-8", "surrogateescape")
-        spec.refuse(f'the substring "{style}" is not a valid number style')
+        spec.refuse(f'the substring "{view_text(style)}" is not a valid number style')
     if word == ",choice" and style:
         _choice_format(style, spec)
     spec.pairs.append((c_unsigned(number.group()), kind))
@@ -153,7 +182,10 @@ def _choice_format(text, spec):
         nonempty = False
         while not reader.at_end() and not (reader.unquoted("<#|") or not reader.quoting and
                                            text.startswith("\\u2264", reader.at)):
-            reader.escape()
+            if reader.char() == "\\":
+                reader.escape()
+            else:
+                reader.step_to(_NUMBER_STOPS)
             nonempty = True
         if reader.at_end():
             return
@@ -167,8 +199,8 @@ def _choice_format(text, spec):
             spec.refuse("a choice contains a number that is not followed by '<', '#' or '\\u2264'")
         message = []
         while not reader.at_end() and not reader.unquoted("|"):
-            message.append(reader.char())
-            reader.step()
+            at = reader.at
+            message.append(text[at:reader.step_to(_CHOICE_STOPS)])
         _message_format("".join(message), spec)
         if reader.at_end():
             return

@@ -18,6 +18,7 @@ from keras_transformer.messages.format_strings.common import MIXES_NUMBERED
 from keras_transformer.messages.format_strings.common import scan_directives
 from keras_transformer.messages.format_strings.common import typed_arguments
 from keras_transformer.messages.format_strings.common import UNTERMINATED
+from keras_transformer.messages.format_strings.common import view_text
 from keras_transformer.messages.format_strings.common import zero_number
 
 _TYPES = {"%": None, "\n": None, "s": "any", "p": "escaped any", "c": "character",
@@ -39,11 +40,6 @@ def _number(digits):
     return number
 
 
-def _text(name):
-    """A name of the byte view as the text it is (msgfmt prints its bytes)."""
-    return name.encode("latin-1").decode("utf-8", "surrogateescape")
-
-
 def ruby_arguments(text, encoding="utf-8"):
     text = bytes_view(text, encoding)
     named, numbered, unnumbered = [], [], []
@@ -60,7 +56,7 @@ def ruby_arguments(text, encoding="utf-8"):
             end = text.find(close, at + 1)
             if end < 0:
                 raise Invalid(UNTERMINATED)
-            return _text(text[at + 1:end]), end
+            return view_text(text[at + 1:end]), end
 
         def star(what, after_width):  # `*` or `*m$`: (seen, number, takes the next)
             match = ARGUMENT_NUMBER.match(text, at)
