@@ -32,7 +32,7 @@ def measure(layers, d_model, batch, prompt, new_tokens):
 
     def recording(ids, caches, index, **kwargs):  # what every decode step hands on
         logits, caches = step(ids, caches, index, **kwargs)
-        tensors = [logits] + [cache["self"] for cache in caches]
+        tensors = [logits] + [cache.self_attention for cache in caches]
         requires_grad.append(any(getattr(t, "requires_grad", False) for t in tensors))
         return logits, caches
 

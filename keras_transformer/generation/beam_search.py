@@ -22,6 +22,7 @@ from keras_transformer.generation.logits import NEG_INF
 from keras_transformer.generation.logits import forbid
 from keras_transformer.generation.logits import is_stop
 from keras_transformer.generation.settings import column
+from keras_transformer.layers.decode_context import DEFAULT_CONTEXT
 
 
 class Hypotheses(NamedTuple):
@@ -95,39 +96,31 @@ def coverage_penalty(coverage, beta):
     return beta * ops.sum(ops.log(coverage), axis=-1)
 
 
-def _reorder(tree, rows):
-    """Gathers rows `(B * K, ...)` of every per-beam cache entry by `rows`: the
-    self-attention caches and the coverage (`"coverage"`).
-
-    Cross-attention caches (the `"cross"` entries) hold the source's keys and
-    values, the same for every beam of a row: they are left as they are.
-    """
-    if isinstance(tree, dict):
-        return {k: v if k == "cross" else _reorder(v, rows) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return [_reorder(value, rows) for value in tree]
-    return ops.take(tree, rows, axis=0)
-
-
 def _gather(values, index):
     """`values` `(B, N, ...)` at `index` `(B, M)` along axis 1: `(B, M, ...)`."""
     index = ops.reshape(index, tuple(ops.shape(index)) + (1,) * (len(values.shape) - 2))
     return ops.take_along_axis(values, index, axis=1)
 
 
-def beam_loop(step, prompts, caches, settings):
+def beam_loop(step, prompts, caches, settings, context=DEFAULT_CONTEXT, coverage=None):
     """Beam search over `prompts`; returns `(ids (B, n, L), scores (B, n), lengths (B, n))`.
 
     Args:
-        step: `step(tokens (B*K, 1), caches, position) -> (logits (B*K, 1, V), caches)`.
+        step: `step(tokens (B*K, 1), caches, position) -> (logits (B*K, 1, V), caches,
+            source_attention)` (a family's `Decoding.step`); `source_attention`
+            float32 `(B*K, S)` is what each source position received this step
+            (read with `settings.beta > 0`).
         prompts: a `Prompts` buffer `(B, L)`: positions inside a row's prompt
             are forced, the rest generated until the row's `prompts.end`.
-        caches: the model's caches with `B * K` rows (each row repeated `K`
-            times), prefilled with the prompts. With `settings.beta > 0` the
-            last block's cache tracks its cross-attention `"coverage"`
-            `(B * K, S)` (`EncoderDecoder.empty_cache(..., coverage_mask)`).
+        caches: the model's caches (`BlockCache`s) with `B * K` rows (each row
+            repeated `K` times), prefilled with the prompts.
         settings: the `DecodeSettings` (beam size, alpha, beta, n, stop and
             forbidden ids).
+        context: the `DecodeContext` of the compiled loop (`decode_loop` reads it).
+        coverage: with `settings.beta > 0`, float32 `(B*K, S)`: each beam's
+            coverage before the first step (1 at source padding, which the
+            penalty then ignores). The loop adds each step's `source_attention`
+            to it and carries it with its beam.
     """
     batch, k, n = settings.batch, settings.beam_size, settings.num_return
     lengths, end = prompts.lengths, prompts.end
@@ -144,15 +137,20 @@ def beam_loop(step, prompts, caches, settings):
     beam_rows = ops.arange(batch, dtype="int32")[:, None] * k  # (B, 1)
     last = prompts.last_index()  # once, outside the loop
 
+    penalized = settings.beta > 0
+    if penalized and coverage is None:
+        raise ValueError("A coverage penalty (beta > 0) needs each beam's starting `coverage`.")
+
     def cond(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
-             done):
+             coverage, done):
         return ops.logical_and(index < last, ops.logical_not(ops.all(done)))
 
     def body(index, alive, alive_scores, finished, finished_scores, finished_lengths, caches,
-             done):
+             coverage, done):
         tokens = ops.reshape(column(alive, index - 1, axis=2), (batch * k, 1))
-        logits, caches = step(tokens, caches, index - 1)  # (B*K, 1, V)
-        covered = caches[-1]["coverage"] if settings.beta > 0 else None  # (B*K, S)
+        logits, caches, read = step(tokens, caches, index - 1)  # (B*K, 1, V)
+        if penalized:  # what each beam has read, this step included
+            coverage = ops.reshape(coverage + read, (batch, k, -1))  # (B, K, S)
         log_probs = ops.log_softmax(forbid(logits[:, -1], settings.forbidden), axis=-1)
         vocab = ops.shape(log_probs)[-1]
         log_probs = ops.reshape(log_probs, (batch, k, vocab))  # (B, K, V)
@@ -176,13 +174,13 @@ def beam_loop(step, prompts, caches, settings):
         # Alive: the K best extensions that did not emit a stop id.
         alive_scores, keep = ops.top_k(ops.where(stops, NEG_INF, scores), k)  # (B, K)
         alive = _gather(sequences, keep)
-        caches = _reorder(caches, ops.reshape(beam_rows + _gather(parent, keep), (-1,)))
+        rows = ops.reshape(beam_rows + _gather(parent, keep), (-1,))  # (B*K,) their parents
+        caches = [cache.reorder(rows) for cache in caches]
 
         # Finished: the K best of the finished set and the extensions that end now.
         new_lengths = ops.broadcast_to((index + 1 - lengths)[:, None], (batch, width))
         normalized = scores / length_penalty(new_lengths, settings.alpha)  # (B, width)
-        if settings.beta > 0:  # what each parent has read, this step's attention included
-            coverage = ops.reshape(covered, (batch, k, -1))  # (B, K, S)
+        if penalized:  # what each parent has read
             normalized += coverage_penalty(_gather(coverage, parent), settings.beta)
         normalized = ops.where(ends, normalized, NEG_INF)
         pool_scores = ops.concatenate([finished_scores, normalized], axis=1)  # (B, K + width)
@@ -194,13 +192,15 @@ def beam_loop(step, prompts, caches, settings):
         bound = alive_scores[:, 0] / longest  # (B,)
         done = ops.logical_or(done, finished_scores[:, n - 1] >= bound)
         done = ops.logical_or(done, index + 1 >= end)  # the row's last position is filled
+        if penalized:  # each alive beam carries its parent's coverage
+            coverage = ops.take(ops.reshape(coverage, (batch * k, -1)), rows, axis=0)
         return (index + 1, alive, alive_scores, finished, finished_scores, finished_lengths,
-                caches, done)
+                caches, coverage, done)
 
     done = prompts.first_index() >= end  # (B,) rows with nothing to fill
     state = (prompts.first_index(), alive, alive_scores, finished, finished_scores,
-             finished_lengths, caches, done)
-    _, _, _, finished, finished_scores, finished_lengths, _, _ = decode_loop(
-        cond, body, state
+             finished_lengths, caches, coverage if penalized else (), done)
+    _, _, _, finished, finished_scores, finished_lengths, _, _, _ = decode_loop(
+        cond, body, state, context
     )
     return finished[:, :n], finished_scores[:, :n], finished_lengths[:, :n]

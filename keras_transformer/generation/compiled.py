@@ -4,12 +4,14 @@ The one place in the generation package that imports a backend framework, and
 only lazily: XLA through `jax.jit` on JAX, `tf.function(jit_compile=True)` on
 TensorFlow.
 
-PyTorch runs the loop under `torch.inference_mode()`, so that no step keeps
-its inputs alive for a backward pass that never comes, with the model's layers
-calling their sublayers directly (`layers.sublayer_call`), which leaves out
-the per-call bookkeeping of Keras' `Layer.__call__`, and with the caches
-written in place (`layers.key_value_cache.in_place_writes`). How each step
-runs follows Keras' convention for torch, `model.jit_compile`:
+The function compiled takes, as its first argument, the `DecodeContext` its
+forward passes run with (`layers.decode_context`): on JAX and TensorFlow the
+default one, bound when it is traced. PyTorch runs the loop under `torch.inference_mode()`, so that no
+step keeps its inputs alive for a backward pass that never comes, with a
+context whose layers call their sublayers directly (`direct_calls`, which
+leaves out the per-call bookkeeping of Keras' `Layer.__call__`) and write
+their caches in place (`in_place_writes`). How each step runs follows Keras'
+convention for torch, `model.jit_compile`:
 
 * False (`"auto"`, the default on torch): eagerly, the position a Python int
   (`decode_loop`). Nothing to compile; what remains per step is the Python
@@ -25,16 +27,13 @@ runs follows Keras' convention for torch, `model.jit_compile`:
 """
 
 import contextlib
-import threading
 import types
 
 import keras
 from keras import ops
 
-from keras_transformer.layers import key_value_cache
-from keras_transformer.layers import sublayer_call
-
-_active = threading.local()  # the compiled torch loop pass of the running CompiledLoop
+from keras_transformer.layers.decode_context import DEFAULT_CONTEXT
+from keras_transformer.layers.decode_context import DecodeContext
 
 INDUCTOR_OPTIONS = {"cpp.vec_isa_ok": False}
 """Inductor settings of the compiled torch decode step: no SIMD in its CPU kernels.
@@ -51,7 +50,7 @@ a CPU this may lower); CUDA kernels (Triton) do not read this setting.
 
 
 class CompiledLoop:
-    """`fn(*tensors)` compiled for the backend; `traces` counts its compilations.
+    """`fn(context, *tensors)` compiled for the backend; `traces` counts its compilations.
 
     On JAX the model's variables are passed to the compiled function as
     arguments (through a `keras.StatelessScope`) instead of being baked in as
@@ -65,7 +64,8 @@ class CompiledLoop:
 
     Args:
         model: the Keras model whose variables `fn` reads.
-        fn: a function of tensors only (shapes and settings are fixed in it).
+        fn: `fn(context, *tensors)`: a `DecodeContext`, then tensors only (shapes
+            and settings are fixed in it).
     """
 
     def __init__(self, model, fn):
@@ -74,7 +74,7 @@ class CompiledLoop:
 
         def traced(*args):
             self.traces += 1  # runs once per trace on JAX and TensorFlow
-            return fn(*args)
+            return fn(DEFAULT_CONTEXT, *args)
 
         if self.backend == "jax":
             import jax
@@ -109,14 +109,12 @@ class CompiledLoop:
             self._ran_eagerly = True
             self.traces += 1
         policy = self._model.dtype_policy  # read per call: a policy can change
-        direct = policy.compute_dtype == policy.variable_dtype  # nothing to autocast
-        previous = getattr(_active, "iterate", None)
-        _active.iterate = iterate
-        try:
-            with sublayer_call.direct_calls(direct), key_value_cache.in_place_writes():
-                return self._fn(*args)
-        finally:
-            _active.iterate = previous
+        context = DecodeContext(
+            direct_calls=policy.compute_dtype == policy.variable_dtype,  # nothing to autocast
+            in_place_writes=True,  # under inference mode (`__call__`)
+            compiled_pass=iterate,
+        )
+        return self._fn(context, *args)
 
     def _compiled_iteration(self):
         if self._iterate is None:
@@ -134,6 +132,59 @@ class CompiledLoop:
         return self._iterate
 
 
+class CompiledLoops:
+    """A model's compiled decode loops, one per `DecodeSettings`: `generate`'s compile cache.
+
+    Each model has one, `model.compiled_loops`. A loop is compiled the first time
+    `generate` runs with its settings and reused after, for every seed and
+    prompt width of its bucket. The loops capture the model's variables: after
+    `quantize` or `enable_lora` (new variables) the model clears them.
+
+    Args:
+        model: the model whose loops these are.
+
+    Example:
+    >>> import numpy as np, keras_transformer as kt
+    >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
+    >>> _ = gpt.generate(np.array([[5, 6, 7]]), max_new_tokens=2)
+    >>> [(s.batch, s.input_length, s.length) for s in gpt.compiled_loops.settings()]
+    [(1, 8, 10)]
+    >>> gpt.compiled_loops.clear()
+    >>> gpt.compiled_loops.compilations()
+    0
+    """
+
+    def __init__(self, model):
+        self._model = model
+        self._loops = {}
+
+    def get(self, settings, build):
+        """The loop of `settings`, compiled from `build(settings)` on first use.
+
+        Args:
+            settings: a `DecodeSettings` (hashable).
+            build: `build(settings) -> fn(context, *tensors)`, the loop to compile.
+
+        Returns:
+            A `CompiledLoop`.
+        """
+        if settings not in self._loops:
+            self._loops[settings] = CompiledLoop(self._model, build(settings))
+        return self._loops[settings]
+
+    def settings(self):
+        """The `DecodeSettings` of the loops kept, in the order they were made."""
+        return list(self._loops)
+
+    def compilations(self):
+        """How many times the kept loops were compiled (traced) so far."""
+        return sum(loop.traces for loop in self._loops.values())
+
+    def clear(self):
+        """Forgets every loop: the next `generate` compiles afresh."""
+        self._loops.clear()
+
+
 def _iteration(body, cond, state):
     """One pass of a decode loop: the next state, and whether to go on."""
     state = tuple(body(*state))
@@ -146,7 +197,7 @@ def _own_code(function):
                               function.__name__, function.__defaults__, function.__closure__)
 
 
-def decode_loop(cond, body, state):
+def decode_loop(cond, body, state, context=DEFAULT_CONTEXT):
     """`keras.ops.while_loop(cond, body, state)` for a loop whose first variable is the
     position it fills.
 
@@ -154,7 +205,8 @@ def decode_loop(cond, body, state):
     eagerly, the position stays a Python int instead of becoming a tensor:
     slicing the buffers, the caches and the position table at a host int is a
     view, while at a tensor each slice reads the index back from the device.
-    Inside a `CompiledLoop` run with `model.jit_compile`, each pass
+    With a `context` whose `compiled_pass` is set (a `CompiledLoop` run with
+    `model.jit_compile`), each pass
     (`body`, then `cond`) is one compiled graph, the position a 0-d tensor,
     and only the go-on flag comes back to the host per step. The loop
     computes the same either way. The first state must not share tensors
@@ -165,6 +217,7 @@ def decode_loop(cond, body, state):
         cond: `cond(*state) -> bool scalar`.
         body: `body(*state) -> new state` (same structure).
         state: a tuple whose first element is the int32 scalar position.
+        context: the `DecodeContext` the `CompiledLoop` passed its function.
 
     Returns:
         The final state (its position a Python int on eager torch, a tensor elsewhere).
@@ -178,7 +231,7 @@ def decode_loop(cond, body, state):
     """
     if keras.backend.backend() != "torch":
         return ops.while_loop(cond, body, state)
-    iterate = getattr(_active, "iterate", None)
+    iterate = context.compiled_pass
     if iterate is not None:  # a compiled torch loop: the position stays a tensor
         state = tuple(keras.tree.map_structure(_like_pass_output, tuple(state)))
         go = cond(*state)

@@ -1,31 +1,85 @@
-"""`generate` for both model families: checks, padding to buckets, the compiled loop.
+"""`generate` for both model families: one driver over a per-family adapter.
 
 Each step feeds one token through the same forward pass the model trains with
 (`call_with_cache` / `decode(..., caches=...)`), so the cached loop computes
 exactly what repeated full passes compute, at one position's cost per token.
 
-Everything is checked on the host before anything is compiled. Prompt and
-source widths are padded up to a bucket (`settings.bucket`), and the seed,
-the prompt lengths and the end position are inputs of the compiled loop: one
-compilation serves every seed and every length in a bucket. The compiled loops
-are kept on the model, keyed by their `DecodeSettings`.
+A family's adapter (`generation.families`) turns its inputs into a
+`DecodeRequest` (host arrays: each row's prompt, where it ends, the family's
+own inputs) and, inside the compiled loop, prefills the caches and makes the
+step function (`Decoding`). Everything else is this driver's: the search
+arguments and special ids are checked on the host before anything is
+compiled, the token buffer is laid out, the loop for the call's
+`DecodeSettings` is taken from the model's compile cache
+(`model.compiled_loops`, compiled on first use), sampling or beam search runs,
+and the result is cut out of the buffer. Prompt and source widths are padded
+up to a bucket (`settings.bucket`), and the seed, the prompt lengths and the
+end positions are inputs of the compiled loop: one compilation serves every
+seed and every length in a bucket.
 """
+
+from typing import Callable
+from typing import NamedTuple
+from typing import Optional
 
 import numpy as np
 from keras import ops
 
-from keras_transformer import masks
 from keras_transformer import validation
 from keras_transformer.generation.beam_search import Hypotheses
 from keras_transformer.generation.beam_search import beam_loop
-from keras_transformer.generation.compiled import CompiledLoop
 from keras_transformer.generation.sampling import sampling_loop
 from keras_transformer.generation.samplers import GREEDY
 from keras_transformer.generation.settings import DecodeSettings
 from keras_transformer.generation.settings import Prompts
-from keras_transformer.generation.settings import bucket
 from keras_transformer.generation.settings import check_search
 from keras_transformer.generation.settings import check_stop_ids
+
+
+class DecodeRequest(NamedTuple):
+    """What a family's adapter hands the driver: one `generate` call's host inputs.
+
+    Attributes:
+        prompts: int32 `(B, W)`: each row's prompt tokens at its start (a
+            decoder-only model's prompts; an encoder-decoder's start token).
+        lengths: int32 `(B,)`: prompt tokens per row (>= 1).
+        ends: int32 `(B,)`: each row is filled at buffer positions `< end`.
+        input_length: the padded width the family reads besides the buffer
+            (the prompts' bucket, or the sources'): part of the compile key.
+        length: the token buffer's positions (>= every end).
+        inputs: the family's further inputs of the compiled loop (host int32
+            arrays: the padded sources), in the order its `prefill` takes them.
+        returned: the buffer columns `generate` returns.
+    """
+
+    prompts: object
+    lengths: object
+    ends: object
+    input_length: int
+    length: int
+    inputs: tuple
+    returned: slice
+
+
+class Decoding(NamedTuple):
+    """What a family's `prefill` returns inside the compiled loop.
+
+    Attributes:
+        caches: the model's caches (one `BlockCache` per block), a row per
+            prompt, holding the prompts' keys and values.
+        step: `step(tokens (R, 1), caches, position) -> (logits (R, 1, V), caches,
+            source_attention)`, for R rows (a row per prompt, or per beam with
+            beam search); `source_attention` float32 `(R, S)` is the
+            cross-attention each source position received in this step (mean
+            over heads) when the coverage penalty asks for it, else None.
+        coverage_start: float32 `(B, S)`, the coverage before the first step (0
+            at real source positions, 1 at padding: no penalty there), or None
+            without a coverage penalty.
+    """
+
+    caches: list
+    step: Callable
+    coverage_start: Optional[object] = None
 
 
 def compilations(model):
@@ -35,7 +89,8 @@ def compilations(model):
     JAX and TensorFlow; new seeds and widths in the same bucket do not. On
     torch the loop runs eagerly by default: each setting counts once; with
     `model.jit_compile = True` each setting counts the `torch.compile` graph
-    of its decode step (once), plus one if it also ran eagerly.
+    of its decode step (once), plus one if it also ran eagerly. The same as
+    `model.compiled_loops.compilations()`.
 
     Args:
         model: a `DecoderOnly` or `EncoderDecoder`.
@@ -49,37 +104,17 @@ def compilations(model):
     >>> compilations(gpt)
     1
     """
-    return sum(loop.traces for loop in model.__dict__.get("_decode_functions", {}).values())
-
-
-def clear_compiled(model):
-    """Forgets the model's compiled decode loops, which captured its variables: after
-    `quantize` or `enable_lora` (new variables), the next `generate` compiles afresh.
-
-    Args:
-        model: a `DecoderOnly` or `EncoderDecoder`.
-
-    Example:
-    >>> import numpy as np, keras_transformer as kt
-    >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
-    >>> _ = gpt.generate(np.array([[5, 6, 7]]), max_new_tokens=2)
-    >>> clear_compiled(gpt)
-    >>> compilations(gpt)
-    0
-    """
-    model.__dict__.pop("_decode_functions", None)
-
-
-def _compiled(model, settings, build):
-    """The compiled loop for `settings`, built (and kept on the model) on first use."""
-    functions = model.__dict__.setdefault("_decode_functions", {})
-    if settings not in functions:
-        functions[settings] = CompiledLoop(model, build(settings))
-    return functions[settings]
+    return model.compiled_loops.compilations()
 
 
 def check_decode_length(model, total, argument):
-    """A learned position table must hold every decoded position."""
+    """A learned position table must hold every position of the token buffer that is filled.
+
+    Args:
+        model: the model.
+        total: the buffer positions a row fills at most.
+        argument: the `generate` argument that sets it, named in the error.
+    """
     config = model.config
     if config.position == "learned" and total > config.max_length:
         raise ValueError(
@@ -98,7 +133,7 @@ _MASK_HINT = {
 }
 
 
-def _token_array(name, ids, vocab_size):
+def token_array(name, ids, vocab_size):
     """Host int32 `(B, L)` ids, checked: integer dtype, rank 2, a row or more, values in range.
 
     What people try first gets a message that says what works instead: text
@@ -143,50 +178,6 @@ def _seed(sampler):
     return 0 if sampler.greedy else sampler.next_seed()
 
 
-def _prompt_lengths(prompt, padding_mask, pad_id):
-    """Each row's real tokens moved to its start: `(ids, lengths)`.
-
-    The real tokens are `padding_mask`'s True positions when it is given,
-    else every position that is not `pad_id` (every position when `pad_id`
-    is None). They must be one contiguous run per row, padding only before or
-    after: no token is ever dropped from inside a prompt.
-    """
-    if padding_mask is not None:
-        padding_mask = np.asarray(padding_mask)
-        if padding_mask.dtype != bool or padding_mask.shape != prompt.shape:
-            raise ValueError(
-                f"`padding_mask` must be a bool array of the prompts' shape {prompt.shape} "
-                f"(True = real token); received {padding_mask.dtype} of shape "
-                f"{padding_mask.shape}."
-            )
-        real = padding_mask
-    elif pad_id is None:
-        real = np.ones(prompt.shape, bool)
-    else:
-        real = prompt != pad_id
-    lengths = real.sum(axis=1).astype("int32")
-    if (lengths == 0).any():
-        raise ValueError(
-            f"Every prompt needs at least one real token; rows {np.flatnonzero(lengths == 0)} "
-            "have none."
-        )
-    first = real.argmax(axis=1)
-    contiguous = lengths == np.array(
-        [real[row, first[row]: first[row] + lengths[row]].sum() for row in range(len(real))]
-    )
-    if not contiguous.all():
-        what = "`padding_mask`" if padding_mask is not None else f"pad_id={pad_id}"
-        raise ValueError(
-            f"Each prompt must be one run of tokens with padding only before or after it; "
-            f"rows {np.flatnonzero(~contiguous)} have padding ({what}) between tokens. "
-            "Pass `padding_mask` to say which positions are real."
-        )
-    aligned = np.zeros_like(prompt)
-    for row in range(len(prompt)):
-        aligned[row, : lengths[row]] = prompt[row, first[row]: first[row] + lengths[row]]
-    return aligned, lengths
-
-
 def _special_ids(model, stop_ids):
     """`(stop_ids, forbidden ids, fill id)`: the end id stops by default, padding is
     never generated unless it is also a stop id, and stopped rows get `pad_id`
@@ -201,155 +192,73 @@ def _special_ids(model, stop_ids):
     return stop_ids, forbidden, fill
 
 
-def _settings(model, sampler, alpha, stop_ids, beta=0.0, **shapes_and_search):
-    """The `DecodeSettings` of one call: the sampler without its seed, the special ids."""
-    stop_ids, forbidden, fill = _special_ids(model, stop_ids)
-    return DecodeSettings(
-        sampler=sampler.without_seed(), alpha=float(alpha), beta=float(beta),
-        stop_ids=stop_ids, forbidden=forbidden, fill_id=fill, **shapes_and_search,
-    )
-
-
-def _expand(tree, beam_size):
-    """Repeats every row of every tensor `beam_size` times: `(B, ...) -> (B*K, ...)`."""
-    if isinstance(tree, dict):
-        return {key: _expand(value, beam_size) for key, value in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return [_expand(value, beam_size) for value in tree]
-    return None if tree is None else ops.repeat(tree, beam_size, axis=0)
-
-
-def _search(step, prompts, caches, settings, seed):
-    """Sampling (`beam_size=None`) or beam search over the same step function.
+def _search(decoding, prompts, settings, seed, context):
+    """Sampling (`beam_size=None`) or beam search over the family's step function.
 
     Returns `(ids (B, n, L), scores (B, n), lengths (B, n))`; sampling has
     n = 1 and no scores (zeros).
     """
     if settings.beam_size is None:
-        ids = sampling_loop(step, prompts, caches, settings, seed)
+        ids = sampling_loop(decoding.step, prompts, decoding.caches, settings, seed, context)
         zeros = ops.zeros((settings.batch, 1), dtype="float32")
         return ids[:, None], zeros, ops.cast(zeros, "int32")
-    return beam_loop(step, prompts, _expand(caches, settings.beam_size), settings)
+    beams = settings.beam_size
+    caches = [cache.repeat(beams) for cache in decoding.caches]  # a row per beam
+    coverage = None
+    if decoding.coverage_start is not None:
+        coverage = ops.repeat(decoding.coverage_start, beams, axis=0)  # (B*K, S)
+    return beam_loop(decoding.step, prompts, caches, settings, context, coverage)
 
 
-def _result(outputs, end, num_return, skip=0):
-    """What `generate` returns: ids `(B, L)` of the best, or the n best as `Hypotheses`."""
+def generate(adapter, inputs, *, sampler=None, stop_ids=None, beam_size=None, alpha=0.6,
+             num_return=None, beta=0.0):
+    """Decodes `inputs` with `adapter`'s model: what both families' `generate` run.
+
+    Args:
+        adapter: the family's adapter (`generation.families`), holding the model.
+        inputs: the family's inputs, the keyword arguments of `adapter.request`
+            (checked after the search arguments).
+        sampler: a `Sampler`, or None for greedy (sampling only).
+        stop_ids: ids that end a row; None: `(end_id,)`.
+        beam_size: None for sampling/greedy, else the beam width.
+        alpha: GNMT length penalty exponent (beam search).
+        num_return: with beam search, the n best hypotheses to return.
+        beta: GNMT coverage penalty weight (beam search, encoder-decoder).
+
+    Returns:
+        NumPy int32 `(B, len(request.returned))` of the best output per row, or
+        with `num_return` a `Hypotheses`.
+    """
+    model = adapter.model
+    sampler = GREEDY if sampler is None else sampler
+    returned = check_search(sampler, beam_size, alpha, num_return, beta)
+    request = adapter.request(**inputs)
+    check_decode_length(model, int(np.max(request.ends)), adapter.length_argument)
+    stop_ids, forbidden, fill = _special_ids(model, stop_ids)
+    batch, width = request.prompts.shape
+    settings = DecodeSettings(
+        batch=batch, length=request.length, input_length=request.input_length,
+        sampler=sampler.without_seed(), beam_size=beam_size, alpha=float(alpha),
+        beta=float(beta), num_return=returned, stop_ids=stop_ids, forbidden=forbidden,
+        fill_id=fill,
+    )
+    buffer = np.full((batch, settings.length), fill, dtype="int32")
+    buffer[:, :width] = np.where(np.arange(width) < request.lengths[:, None], request.prompts,
+                                 fill)
+
+    def build(settings):
+        def run(context, ids, lengths, ends, seed, *inputs):
+            prompts = Prompts(ids, lengths, ends)
+            decoding = adapter.prefill(prompts, settings, context, *inputs)
+            return _search(decoding, prompts, settings, seed, context)
+
+        return run
+
+    run = model.compiled_loops.get(settings, build)
+    outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32")) for x in
+                    (buffer, request.lengths, request.ends, _seed(sampler), *request.inputs)))
     ids, scores, lengths = (ops.convert_to_numpy(x) for x in outputs)
-    ids = ids[:, :, skip:end]
+    ids = ids[:, :, request.returned]
     if num_return is None:
         return ids[:, 0]
     return Hypotheses(ids=ids, scores=scores, lengths=lengths)
-
-
-def generate_decoder_only(
-    model, prompt_ids, max_new_tokens, *, sampler=None, stop_ids=None, beam_size=None,
-    alpha=0.6, num_return=None, padding_mask=None,
-):
-    """Continues each prompt by `max_new_tokens` tokens; see `DecoderOnly.generate`."""
-    config = model.config
-    sampler = GREEDY if sampler is None else sampler
-    returned = check_search(sampler, beam_size, alpha, num_return)
-    validation.check_int("max_new_tokens", max_new_tokens)
-    prompt = _token_array("prompt_ids", prompt_ids, config.vocab_size)
-    prompt, lengths = _prompt_lengths(prompt, padding_mask, config.pad_id)
-    batch, width = prompt.shape
-    end = width + max_new_tokens
-    check_decode_length(model, end, "max_new_tokens")
-    limit = config.max_length - max_new_tokens if config.position == "learned" else None
-    padded = bucket(width, limit)
-    settings = _settings(model, sampler, alpha, stop_ids, batch=batch, input_length=padded,
-                         length=padded + max_new_tokens, beam_size=beam_size, num_return=returned)
-    buffer = np.full((batch, settings.length), settings.fill_id, dtype="int32")
-    buffer[:, :width] = np.where(np.arange(width) < lengths[:, None], prompt, settings.fill_id)
-
-    def build(settings):
-        def run(ids, lengths, end, seed):
-            prompts = Prompts(ids, lengths, end)
-            caches = model.empty_cache(settings.batch, settings.length)
-            # The loop feeds positions from the shortest prompt's last one again.
-            _, caches = model.call_with_cache(
-                ids[:, : settings.input_length], caches, 0, keep_until=prompts.first_index() - 1
-            )
-            return _search(model.call_with_cache, prompts, caches, settings, seed)
-
-        return run
-
-    run = _compiled(model, settings, build)
-    outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
-                    for x in (buffer, lengths, np.full((batch,), end), _seed(sampler))))
-    return _result(outputs, end, num_return)
-
-
-def generate_encoder_decoder(
-    model, source_ids, *, start_id=None, stop_ids=None, max_length=None, beam_size=4,
-    alpha=0.6, sampler=None, num_return=None, beta=0.0,
-):
-    """Translation of each source, `(B, max_length)`; see `EncoderDecoder.generate`."""
-    config = model.config
-    sampler = GREEDY if sampler is None else sampler
-    returned = check_search(sampler, beam_size, alpha, num_return, beta)
-    source = _token_array("source_ids", source_ids, config.vocab_size)
-    if start_id is None:
-        start_id = config.start_id
-        if start_id is None:
-            raise ValueError(
-                "`start_id` is needed: pass it, or build the model with `start_id` (the "
-                "token every target starts with)."
-            )
-    start_id = validation.check_token_id("start_id", start_id, config.vocab_size)
-    if start_id == config.pad_id:
-        raise ValueError(
-            f"`start_id` must differ from `pad_id` (a start token equal to the padding id "
-            f"would be masked out); received both {start_id}."
-        )
-    batch, width = source.shape
-    learned = config.position == "learned"
-    if learned and width > config.max_length:
-        raise ValueError(
-            f"`source_ids` has {width} positions but the learned position table has "
-            f"max_length={config.max_length} rows."
-        )
-    padded_width = width
-    if config.pad_id is not None:  # padding to a bucket needs a padding id
-        padded_width = bucket(width, config.max_length if learned else None)
-        source = np.pad(source, ((0, 0), (0, padded_width - width)),
-                        constant_values=config.pad_id)
-    if max_length is None:  # the paper: each source's length + 50
-        max_length, buffer_length = width + 50, padded_width + 50
-        real = width if config.pad_id is None else (source != config.pad_id).sum(axis=1)
-        ends = np.broadcast_to(np.asarray(real) + 51, (batch,))
-    else:
-        buffer_length = validation.check_int("max_length", max_length)
-        ends = np.full((batch,), max_length + 1)
-    check_decode_length(model, max_length + 1, "max_length")
-    settings = _settings(model, sampler, alpha, stop_ids, beta, batch=batch,
-                         length=buffer_length + 1, beam_size=beam_size, num_return=returned,
-                         input_length=padded_width)
-
-    def build(settings):
-        def run(source, start, end, seed):
-            memory = model.encode(source)
-            memory_mask = masks.padding_mask(source, config.pad_id)
-            coverage = None  # what the coverage penalty counts: the real source tokens
-            if settings.beta > 0:
-                coverage = memory_mask
-                if coverage is None:  # no padding id: every position is real
-                    coverage = ops.ones(ops.shape(source), "bool")
-            caches = model.empty_cache(memory, settings.length, coverage_mask=coverage)
-            if settings.beam_size is not None:  # one row per beam
-                memory_mask = _expand(memory_mask, settings.beam_size)
-
-            def step(token, caches, position):
-                return model.decode(token, None, memory_mask, caches=caches, cache_index=position)
-
-            ids = ops.full((settings.batch, settings.length), settings.fill_id, dtype="int32")
-            ids = ops.slice_update(ids, (0, 0), ops.broadcast_to(start, (settings.batch, 1)))
-            lengths = ops.ones((settings.batch,), dtype="int32")
-            return _search(step, Prompts(ids, lengths, end), caches, settings, seed)
-
-        return run
-
-    run = _compiled(model, settings, build)
-    outputs = run(*(ops.convert_to_tensor(np.asarray(x, "int32"))
-                    for x in (source, start_id, ends, _seed(sampler))))
-    return _result(outputs, max_length + 1, num_return, skip=1)

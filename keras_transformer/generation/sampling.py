@@ -3,21 +3,24 @@
 from keras import ops
 
 from keras_transformer.generation.compiled import decode_loop
+from keras_transformer.layers.decode_context import DEFAULT_CONTEXT
 from keras_transformer.generation.logits import forbid
 from keras_transformer.generation.logits import is_stop
 from keras_transformer.generation.settings import column
 
 
-def sampling_loop(step, prompts, caches, settings, seed):
+def sampling_loop(step, prompts, caches, settings, seed, context=DEFAULT_CONTEXT):
     """Fills `prompts.ids` from the shortest prompt's end to each row's `prompts.end`.
 
     Args:
-        step: `step(tokens (B, 1), caches, position) -> (logits (B, 1, V), caches)`.
+        step: `step(tokens (B, 1), caches, position) -> (logits (B, 1, V), caches, _)`
+            (a family's `Decoding.step`).
         prompts: a `Prompts` buffer `(B, L)`; positions inside a row's prompt
             keep their token.
         caches: the model's caches, prefilled with the prompts.
         settings: the `DecodeSettings` (sampler, stop ids, forbidden ids, fill).
         seed: int32 scalar tensor, the sampler's noise seed.
+        context: the `DecodeContext` of the compiled loop (`decode_loop` reads it).
 
     Returns:
         int32 `(B, L)`: prompts and continuations; after a row emits a stop id
@@ -30,7 +33,7 @@ def sampling_loop(step, prompts, caches, settings, seed):
 
     def body(index, ids, caches, done):
         token = column(ids, index - 1, axis=1)  # (B, 1)
-        logits, caches = step(token, caches, index - 1)  # (B, 1, V)
+        logits, caches, _ = step(token, caches, index - 1)  # (B, 1, V)
         chosen = settings.sampler(forbid(logits[:, -1], settings.forbidden), index, seed)
         given, in_prompt = prompts.at(index)  # (B,) each
         chosen = ops.where(done, settings.fill_id, chosen)
@@ -43,5 +46,5 @@ def sampling_loop(step, prompts, caches, settings, seed):
     done = prompts.first_index() >= prompts.end  # (B,) rows with nothing to fill
     # A copy: the state shares no tensor with `prompts` (see `decode_loop`).
     state = (prompts.first_index(), ops.copy(prompts.ids), caches, done)
-    _, ids, _, _ = decode_loop(cond, body, state)
+    _, ids, _, _ = decode_loop(cond, body, state, context)
     return ids

@@ -53,7 +53,7 @@ class DecodeSettings:
     >>> import numpy as np, keras_transformer as kt
     >>> gpt = kt.DecoderOnly.from_preset("gpt2_tiny")
     >>> _ = gpt.generate(np.array([[5, 6, 7]]), max_new_tokens=4)
-    >>> [(s.batch, s.input_length, s.length) for s in gpt._decode_functions]
+    >>> [(s.batch, s.input_length, s.length) for s in gpt.compiled_loops.settings()]
     [(1, 8, 12)]
     """
 

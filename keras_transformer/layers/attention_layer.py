@@ -17,7 +17,6 @@ from keras_transformer import validation
 from keras_transformer.layers.block_config import AttentionConfig
 from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.normalization import make_norm
-from keras_transformer.layers.sublayer_call import invoke
 
 ATTENTION_FIELDS = frozenset(field.name for field in dataclasses.fields(AttentionConfig))
 # Arguments of the layers before they took the block's names, and the names now.
@@ -136,13 +135,13 @@ class AttentionLayer(keras.layers.Layer):
         ends = [sum(heads[: i + 1]) for i in range(len(heads))]
         return [x[:, :, end - n: end] for n, end in zip(heads, ends)]
 
-    def _queries(self, q):
+    def _queries(self, q, context):
         """Per-head norm of queries `(batch, T, H, d_head)` (with `qk_norm`)."""
-        return invoke(self.query_norm, q) if self.config.qk_norm else q
+        return context.call(self.query_norm, q) if self.config.qk_norm else q
 
-    def _keys(self, k):
+    def _keys(self, k, context):
         """Per-head norm of keys `(batch, S, H_kv, d_head)` (with `qk_norm`)."""
-        return invoke(self.key_norm, k) if self.config.qk_norm else k
+        return context.call(self.key_norm, k) if self.config.qk_norm else k
 
     def _dropout(self, training):
         """The probability dropout for this call, or None (rate 0, or not training)."""
@@ -150,10 +149,11 @@ class AttentionLayer(keras.layers.Layer):
             return functools.partial(self.probability_dropout, training=training)
         return None
 
-    def _output(self, out, query):
+    def _output(self, out, query, context):
         """Heads `(batch, T, H, d_head)` -> the output projection `(batch, T, d_model)`."""
         batch, length = ops.shape(query)[0], ops.shape(query)[1]
-        return invoke(self.output_projection, ops.reshape(out, (batch, length, self.d_model)))
+        return context.call(self.output_projection,
+                            ops.reshape(out, (batch, length, self.d_model)))
 
     def _check_key_mask(self, key_mask, q, k):
         if key_mask is not None:

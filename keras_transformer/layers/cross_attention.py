@@ -7,7 +7,8 @@ from keras import ops
 
 from keras_transformer.layers import attention_plan
 from keras_transformer.layers.attention_layer import AttentionLayer
-from keras_transformer.layers.sublayer_call import invoke
+from keras_transformer.layers.decode_context import DEFAULT_CONTEXT
+from keras_transformer.layers.decode_context import context_or_default
 
 
 @keras.saving.register_keras_serializable(package="keras_transformer")
@@ -50,6 +51,8 @@ class CrossAttention(AttentionLayer):
         cache_index: unused (a decode step passes every sub-layer the same
             arguments); the memory's keys have no positions.
         training: whether dropout is active.
+        context: a `DecodeContext` (how sublayers are called); None:
+            `DEFAULT_CONTEXT`.
 
     Returns:
         `(batch, T, d_model)`, or `(output, cache)` when `cache` is given.
@@ -91,27 +94,28 @@ class CrossAttention(AttentionLayer):
         self._build_common(query_shape)
         self.built = True
 
-    def _memory_keys_values(self, memory):
+    def _memory_keys_values(self, memory, context):
         """The memory's keys and values `(batch, S, H_kv, d_head)`."""
         k, v = self._split_heads(
-            invoke(self.key_value_projection, memory), self.kv_heads, self.kv_heads
+            context.call(self.key_value_projection, memory), self.kv_heads, self.kv_heads
         )
-        return self._keys(k), v
+        return self._keys(k, context), v
 
-    def key_value_cache(self, memory):
+    def key_value_cache(self, memory, context=None):
         """The keys and values of `memory`, `(batch, 2, S, H_kv, d_head)`.
 
         Computed once per source for decoding, then passed as `cache`.
 
         Args:
             memory: `(batch, S, d_model)` encoder output.
+            context: a `DecodeContext` (a decode loop's); None: `DEFAULT_CONTEXT`.
         """
-        return ops.stack(self._memory_keys_values(memory), axis=1)
+        return ops.stack(self._memory_keys_values(memory, context_or_default(context)), axis=1)
 
-    def _project(self, query, memory, cache):
+    def _project(self, query, memory, cache, context=DEFAULT_CONTEXT):
         """Q `(batch, T, H, d_head)`, K and V `(batch, S, H_kv, d_head)`."""
-        (q,) = self._split_heads(invoke(self.query_projection, query), self.num_heads)
-        q = self._queries(q)
+        (q,) = self._split_heads(context.call(self.query_projection, query), self.num_heads)
+        q = self._queries(q, context)
         if cache is not None:
             return q, cache[:, 0], cache[:, 1]
         if memory is None:
@@ -120,7 +124,7 @@ class CrossAttention(AttentionLayer):
                 "(key_value_cache(memory))."
             )
         self._check_memory(query, memory)
-        return (q,) + self._memory_keys_values(memory)
+        return (q,) + self._memory_keys_values(memory, context)
 
     def _check_memory(self, query, memory):
         """Static check that would otherwise broadcast silently."""
@@ -132,17 +136,19 @@ class CrossAttention(AttentionLayer):
             )
 
     def call(self, query, memory=None, key_mask=None, cache=None, cache_index=None,
-             training=None):
+             training=None, context=None):
         del cache_index  # the memory has no positions
-        q, k, v = self._project(query, memory, cache)
+        context = context_or_default(context)
+        q, k, v = self._project(query, memory, cache, context)
         self._check_key_mask(key_mask, q, k)
         plan = attention_plan.cross_attention_plan(
             self.config, q, k, key_mask, self._dropout(training)
         )
-        out = self._output(attention_plan.attend(q, k, v, plan), query)
+        out = self._output(attention_plan.attend(q, k, v, plan), query, context)
         return out if cache is None else (out, cache)
 
-    def attention_probabilities(self, query, memory=None, key_mask=None, cache=None):
+    def attention_probabilities(self, query, memory=None, key_mask=None, cache=None,
+                                context=None):
         """Attention probabilities `(batch, heads, T, S)` (float32), no dropout.
 
         What the layer's softmax computes for these inputs, for inspection
@@ -155,14 +161,15 @@ class CrossAttention(AttentionLayer):
             key_mask: bool `(batch, S)` key padding mask (`True` = real token).
             cache: the memory's keys and values (`key_value_cache(memory)`)
                 instead of `memory`.
+            context: a `DecodeContext` (a decode step's); None: `DEFAULT_CONTEXT`.
         """
-        q, k, _ = self._project(query, memory, cache)
+        q, k, _ = self._project(query, memory, cache, context_or_default(context))
         self._check_key_mask(key_mask, q, k)
         plan = attention_plan.cross_attention_plan(self.config, q, k, key_mask)
         return attention_plan.probabilities(q, k, plan)
 
     def compute_output_shape(self, query_shape, memory_shape=None, key_mask_shape=None,
-                             cache_shape=None, cache_index_shape=None):
+                             cache_shape=None, cache_index_shape=None, **kwargs):
         if cache_shape is not None:
             return query_shape, cache_shape
         return query_shape

@@ -6,7 +6,7 @@ import keras
 
 from keras_transformer import validation
 from keras_transformer.layers.clone_initializer import clone_initializer
-from keras_transformer.layers.sublayer_call import invoke
+from keras_transformer.layers.decode_context import context_or_default
 
 # "gelu" is GPT-2's tanh approximation; "gelu_exact" is the erf form.
 ACTIVATIONS = {
@@ -47,6 +47,8 @@ class FeedForward(keras.layers.Layer):
 
     Call arguments:
         inputs: `(batch, T, d_model)`.
+        context: a `DecodeContext` (how the sublayers are called); None:
+            `DEFAULT_CONTEXT`.
 
     Returns:
         `(batch, T, d_model)`.
@@ -101,13 +103,14 @@ class FeedForward(keras.layers.Layer):
         self.outer.build(tuple(inputs_shape[:-1]) + (self.d_ff,))
         self.built = True
 
-    def call(self, inputs):
-        hidden = invoke(self.inner, inputs)  # (batch, T, d_ff)
+    def call(self, inputs, context=None):
+        context = context_or_default(context)
+        hidden = context.call(self.inner, inputs)  # (batch, T, d_ff)
         if self.kind == "mlp":
             hidden = ACTIVATIONS[self.activation](hidden)
         else:
-            hidden = ACTIVATIONS[_GATES[self.kind]](invoke(self.gate, inputs)) * hidden
-        return invoke(self.outer, hidden)
+            hidden = ACTIVATIONS[_GATES[self.kind]](context.call(self.gate, inputs)) * hidden
+        return context.call(self.outer, hidden)
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape

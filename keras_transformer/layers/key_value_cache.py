@@ -8,48 +8,24 @@ position each slot holds).
 The one layers module that may import a backend (torch, lazily). Everywhere the
 write is `keras.ops.slice_update` of the stacked keys and values: XLA updates the
 buffer in place inside the compiled decode loop. PyTorch's eager
-`slice_update` copies the whole cache instead, per layer and step. Under
-`torch.inference_mode()` (which `generate` turns on, and in which no autograd
-graph can see a buffer change) the cache is written in place, so greedy and
-sampled decoding hold one cache, not a stream of copies; beam search still
-copies the caches once a step when it reorders the beams. Outside inference
-mode, a cache passed to `call_with_cache` is never modified.
+`slice_update` copies the whole cache instead, per layer and step. With
+`in_place=True` (what `generate`'s torch loop asks for, through its
+`DecodeContext`, under `torch.inference_mode()`, where no autograd graph can see
+a buffer change) a torch cache is written in place, so greedy and sampled
+decoding hold one cache, not a stream of copies; beam search still copies the
+caches once a step when it reorders the beams. Otherwise a cache passed to a
+cached call is never modified.
 """
 
-import contextlib
 import sys
-import threading
 
 import keras
 from keras import ops
 
 from keras_transformer import masks
 
-_state = threading.local()
 
-
-@contextlib.contextmanager
-def in_place_writes():
-    """Within this context (in this thread), torch caches are written in place."""
-    previous = getattr(_state, "in_place", False)
-    _state.in_place = True
-    try:
-        yield
-    finally:
-        _state.in_place = previous
-
-
-def _write_in_place():
-    """Whether a torch decode loop (inference mode) is running, so in place is safe."""
-    if keras.backend.backend() != "torch":
-        return False
-    if getattr(_state, "in_place", False):
-        return True
-    torch = sys.modules["torch"]
-    return not torch.compiler.is_compiling() and torch.is_inference_mode_enabled()
-
-
-def write(cache, index, keys, values):
+def write(cache, index, keys, values, in_place=False):
     """`cache` with `keys`, `values` `(B, T, H, d_head)` at positions `index .. index + T - 1`.
 
     Args:
@@ -57,12 +33,14 @@ def write(cache, index, keys, values):
         index: the absolute position of the first new row (int or scalar tensor).
         keys: `(B, T, H, d_head)`.
         values: `(B, T, H, d_head)`.
+        in_place: on torch, write into `cache` itself (`DecodeContext.in_place_writes`:
+            inside `torch.inference_mode()` only); ignored on JAX and TensorFlow.
 
     Returns:
         `(all keys (B, S, H, d_head), all values (B, S, H, d_head), updated cache)`.
     """
     update = ops.cast(ops.stack([keys, values], axis=1), cache.dtype)  # (B, 2, T, H, d)
-    if _write_in_place():
+    if in_place and keras.backend.backend() == "torch":
         torch = sys.modules["torch"]
         if not isinstance(index, int):  # a host int (the eager loop) needs no device scalar
             index = torch.as_tensor(index, device=cache.device)

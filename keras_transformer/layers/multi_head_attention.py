@@ -10,7 +10,8 @@ from keras_transformer.layers import rotary_embedding
 from keras_transformer.layers.attention_layer import AttentionLayer
 from keras_transformer.layers.attention_layer import upgrade_config
 from keras_transformer.layers.block_config import ATTENTION_POSITIONS as POSITIONS  # noqa: F401
-from keras_transformer.layers.sublayer_call import invoke
+from keras_transformer.layers.decode_context import DEFAULT_CONTEXT
+from keras_transformer.layers.decode_context import context_or_default
 
 MODES = ("bidirectional", "causal", "banded")
 
@@ -80,6 +81,8 @@ class MultiHeadAttention(AttentionLayer):
         keep_until: with a ring cache, keep only positions before this one
             (a decode loop that will feed the later positions again); default
             all. Other caches keep every position.
+        context: a `DecodeContext` (how sublayers are called and the cache
+            written); None: `DEFAULT_CONTEXT`.
 
     Returns:
         `(batch, T, d_model)`, or `(output, updated cache)` when `cache` is
@@ -146,7 +149,8 @@ class MultiHeadAttention(AttentionLayer):
         return rotary_embedding.rotate(x, start, self.config.rotary_base,
                                        self.config.rotary_fraction)
 
-    def _project(self, query, cache=None, cache_index=None, keep_until=None, ring=False):
+    def _project(self, query, cache=None, cache_index=None, keep_until=None, ring=False,
+                 context=DEFAULT_CONTEXT):
         """Q, K, V `(batch, L, heads, d_head)` and the updated cache (or None).
 
         Writes this call's keys and values into `cache` at `cache_index` and
@@ -154,10 +158,12 @@ class MultiHeadAttention(AttentionLayer):
         call's keys).
         """
         q, k, v = self._split_heads(
-            invoke(self.qkv_projection, query), self.num_heads, self.kv_heads, self.kv_heads
+            context.call(self.qkv_projection, query), self.num_heads, self.kv_heads,
+            self.kv_heads,
         )
         start = 0 if cache is None else cache_index
-        q, k = self._rotate(self._queries(q), start), self._rotate(self._keys(k), start)
+        q = self._rotate(self._queries(q, context), start)
+        k = self._rotate(self._keys(k, context), start)
         if cache is None:
             return q, k, v, None
         if ring:
@@ -165,7 +171,8 @@ class MultiHeadAttention(AttentionLayer):
             k = ops.concatenate([ops.cast(cache[:, 0], k.dtype), k], axis=1)  # (B, w + T, H, d)
             v = ops.concatenate([ops.cast(cache[:, 1], v.dtype), v], axis=1)
             return q, k, v, updated
-        k, v, cache = key_value_cache.write(cache, cache_index, k, v)  # (B, S, H, d) each
+        k, v, cache = key_value_cache.write(  # (B, S, H, d) each
+            cache, cache_index, k, v, in_place=context.in_place_writes)
         return q, k, v, cache
 
     def _is_ring(self, cache):
@@ -190,20 +197,21 @@ class MultiHeadAttention(AttentionLayer):
 
     def call(
         self, query, key_mask=None, cache=None, cache_index=None, training=None,
-        keep_until=None, memory=None,
+        keep_until=None, memory=None, context=None,
     ):
         if memory is not None:
             raise ValueError(
                 "`memory` is for cross-attention (keras_transformer.layers.CrossAttention); "
                 f"this MultiHeadAttention is self-attention (mode={self.mode!r})."
             )
+        context = context_or_default(context)
         ring = self._is_ring(cache)
-        q, k, v, cache = self._project(query, cache, cache_index, keep_until, ring)
+        q, k, v, cache = self._project(query, cache, cache_index, keep_until, ring, context)
         self._check_key_mask(key_mask, q, k)
         offset = None if cache is None else cache_index
         plan = self._plan(q, k, key_mask, offset, ring, self._dropout(training))
         out = attention_plan.attend(q, k, v, plan)  # (batch, T, heads, d_head)
-        out = self._output(out, query)
+        out = self._output(out, query, context)
         return out if cache is None else (out, cache)
 
     def attention_probabilities(self, query, key_mask=None):

@@ -6,7 +6,7 @@ import keras
 from keras import ops
 
 from keras_transformer import validation
-from keras_transformer.layers.sublayer_call import invoke
+from keras_transformer.layers.decode_context import context_or_default
 
 
 _KERAS_ONLY = ("input_dim", "output_dim", "embeddings_initializer")  # ReversibleEmbedding's names
@@ -105,13 +105,15 @@ class TokenEmbedding(keras.layers.ReversibleEmbedding):
             hidden = hidden * ops.cast(math.sqrt(self.d_model), self.compute_dtype)
         return hidden
 
-    def project(self, hidden):
+    def project(self, hidden, context=None):
         """Logits `(batch, T, vocab_size)` from hidden states, with the tied matrix.
 
         Args:
             hidden: `(batch, T, d_model)` hidden states.
+            context: a `DecodeContext` (how this layer is called); None:
+                `DEFAULT_CONTEXT`.
         """
-        return invoke(self, hidden, reverse=True)
+        return context_or_default(context).call(self, hidden, reverse=True)
 
     def quantize(self, mode=None, type_check=True, config=None):
         if type_check and type(self) is not TokenEmbedding:

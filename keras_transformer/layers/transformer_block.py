@@ -6,15 +6,16 @@ import keras
 from keras import ops
 
 from keras_transformer import validation
+from keras_transformer.layers.block_cache import BlockCache
 from keras_transformer.layers.block_config import BlockConfig
 from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.cross_attention import CrossAttention
+from keras_transformer.layers.decode_context import context_or_default
 from keras_transformer.layers.feed_forward import FeedForward
 from keras_transformer.layers.multi_head_attention import MultiHeadAttention
 from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.remat import rematerialized
 from keras_transformer.layers.remat import seed_states
-from keras_transformer.layers.sublayer_call import invoke
 
 SELF_ATTENTION_MODES = ("bidirectional", "causal", "banded")
 _BLOCK_FIELDS = frozenset(field.name for field in dataclasses.fields(BlockConfig))
@@ -65,18 +66,21 @@ class TransformerBlock(keras.layers.Layer):
         padding_mask: bool `(batch, T)`, `True` for real positions of `x`.
         memory: `(batch, S, d_model)` encoder output (with `cross_attention`).
         memory_mask: bool `(batch, S)`, `True` for real positions of `memory`.
-        cache: for cached decoding, `empty_cache(...)`'s dict of key/value
-            caches; `memory` may then be omitted (its keys and values are in
-            the cache). With a `"coverage"` entry, the block adds its
-            cross-attention (mean over heads) to it.
+        cache: for cached decoding, the block's `BlockCache`
+            (`empty_cache(...)`, or what the previous call returned); `memory`
+            may then be omitted (its keys and values are in the cache). A
+            cache that records `source_attention` gets this call's
+            cross-attention (mean over heads, summed over positions).
         cache_index: absolute position of `x`'s first row (with `cache`).
         training: whether dropout is active.
         keep_until: positions from here on will be fed again: a banded
             block's ring cache does not keep them (default: keep all).
+        context: a `DecodeContext`: how the sublayers are called and the
+            cache written; None: `DEFAULT_CONTEXT`.
 
     Returns:
-        `(batch, T, d_model)`, or `(output, updated cache)` when `cache` is
-        given.
+        `(batch, T, d_model)`, or `(output, updated BlockCache)` when `cache`
+        is given.
 
     Example:
     >>> import numpy as np
@@ -175,11 +179,12 @@ class TransformerBlock(keras.layers.Layer):
             self.feed_forward_norm.build(x_shape)
         self.built = True
 
-    def _residual(self, x, norm, sublayer, training):
+    def _residual(self, x, norm, sublayer, training, context):
         """Residual sub-layer: post-LN `LN(x + f(x))` or pre-LN `x + f(LN(x))`."""
+        dropout = self.residual_dropout
         if self.ln_position == "pre":
-            return x + invoke(self.residual_dropout, sublayer(invoke(norm, x)), training=training)
-        return invoke(norm, x + invoke(self.residual_dropout, sublayer(x), training=training))
+            return x + context.call(dropout, sublayer(context.call(norm, x)), training=training)
+        return context.call(norm, x + context.call(dropout, sublayer(x), training=training))
 
     def call(
         self,
@@ -191,8 +196,10 @@ class TransformerBlock(keras.layers.Layer):
         cache_index=None,
         training=None,
         keep_until=None,
+        context=None,
     ):
-        cached_memory = cache is not None and "cross" in cache
+        context = context_or_default(context)
+        cached_memory = cache is not None and cache.holds_memory
         if self.has_cross_attention and memory is None and not cached_memory:
             raise ValueError("This block has cross_attention=True and needs `memory`.")
         if not self.has_cross_attention and memory is not None:
@@ -205,47 +212,52 @@ class TransformerBlock(keras.layers.Layer):
             validation.check_key_mask(
                 "memory_mask", memory_mask, memory.shape[0], memory.shape[1]
             )
-        updated = {}
+        updated = {}  # the BlockCache fields this call replaces
 
-        def attend(layer, key, h, **kwargs):
-            """One attention sub-layer; with a cache, keeps its updated cache."""
+        def attend(layer, part, h, **kwargs):
+            """One attention sub-layer; with a cache, keeps its part of the updated cache."""
             if cache is None:
-                return invoke(layer, h, training=training, **kwargs)
-            out, updated[key] = invoke(
-                layer, h, cache=cache[key], cache_index=cache_index, training=training, **kwargs
+                return context.call(layer, h, training=training, context=context, **kwargs)
+            out, updated[part] = context.call(
+                layer, h, cache=getattr(cache, part), cache_index=cache_index,
+                training=training, context=context, **kwargs
             )
             return out
 
         def self_attend(h):
-            return attend(
-                self.self_attention, "self", h, key_mask=padding_mask, keep_until=keep_until
-            )
+            return attend(self.self_attention, "self_attention", h, key_mask=padding_mask,
+                          keep_until=keep_until)
 
         def feed_forward(h):
-            return invoke(self.feed_forward, h)
+            return context.call(self.feed_forward, h, context=context)
+
+        def result(x):
+            return x if cache is None else (x, cache._replace(**updated))
 
         if self.config.parallel_block:  # both sub-layers read one normalized input
-            h = invoke(self.self_attention_norm, x)
-            x = (x + invoke(self.residual_dropout, self_attend(h), training=training)
-                 + invoke(self.residual_dropout, feed_forward(h), training=training))
-            return x if cache is None else (x, updated)
-        x = self._residual(x, self.self_attention_norm, self_attend, training)
+            h = context.call(self.self_attention_norm, x)
+            dropout = self.residual_dropout
+            x = (x + context.call(dropout, self_attend(h), training=training)
+                 + context.call(dropout, feed_forward(h), training=training))
+            return result(x)
+        x = self._residual(x, self.self_attention_norm, self_attend, training, context)
 
         def cross_attend(h):
-            if cache is not None and "coverage" in cache:  # beam search's coverage penalty
+            if cache is not None and cache.records_attention:  # for a coverage penalty
                 probs = self.cross_attention.attention_probabilities(
-                    h, key_mask=memory_mask, cache=cache["cross"]
+                    h, key_mask=memory_mask, cache=cache.cross_attention, context=context
                 )  # (batch, heads, T, S)
-                updated["coverage"] = cache["coverage"] + ops.sum(ops.mean(probs, axis=1), axis=1)
+                updated["source_attention"] = ops.cast(
+                    ops.sum(ops.mean(probs, axis=1), axis=1), "float32")  # (batch, S)
             return attend(
-                self.cross_attention, "cross", h,
+                self.cross_attention, "cross_attention", h,
                 memory=None if cached_memory else memory, key_mask=memory_mask,
             )
 
         if self.has_cross_attention:
-            x = self._residual(x, self.cross_attention_norm, cross_attend, training)
-        x = self._residual(x, self.feed_forward_norm, feed_forward, training)
-        return x if cache is None else (x, updated)
+            x = self._residual(x, self.cross_attention_norm, cross_attend, training, context)
+        x = self._residual(x, self.feed_forward_norm, feed_forward, training, context)
+        return result(x)
 
     def rematerialized_call(self, layer_call, *args, **kwargs):
         """Keras' rematerialization of this block (built in a `keras.RematScope` naming it),
@@ -296,39 +308,46 @@ class TransformerBlock(keras.layers.Layer):
             raise ValueError("This block has cross_attention=False: it has no cross-attention.")
         x = self._residual(
             x, self.self_attention_norm,
-            lambda h: self.self_attention(h, key_mask=padding_mask), training=False,
+            lambda h: self.self_attention(h, key_mask=padding_mask), False,
+            context_or_default(None),
         )
         query = self.cross_attention_norm(x) if self.ln_position == "pre" else x
         return self.cross_attention.attention_probabilities(query, memory, key_mask=memory_mask)
 
-    def empty_cache(self, batch_size, max_length, memory=None, coverage_mask=None):
-        """Zero key/value cache for decoding up to `max_length` positions.
+    def empty_cache(self, batch_size, max_length, memory=None, record_attention=False,
+                    context=None):
+        """The `BlockCache` to start decoding up to `max_length` positions from.
 
-        A dict with `"self"`: zeros of `self_cache_shape(batch_size, max_length)`,
-        and for cross-attention blocks `"cross"`: the keys and values of `memory`.
-        With `coverage_mask`, also `"coverage"` float32 `(batch, S)`: how much
-        cross-attention (mean over heads) each source position has received
-        over the steps decoded so far; it starts at 0 for real positions and
-        at 1 for padding, so that a coverage penalty ignores padding.
+        `self_attention` holds zeros of `self_cache_shape(batch_size,
+        max_length)`; a cross-attention block's `cross_attention` holds the
+        keys and values of `memory`, computed once. With `record_attention`,
+        each cached call stores in `source_attention` `(batch, S)` the
+        cross-attention (mean over heads) each source position received in
+        that call (zeros before the first).
 
         Args:
             batch_size: rows of the batch to decode.
             max_length: positions to decode (prompt plus new tokens).
             memory: `(batch, S, d_model)` encoder output (cross-attention
                 blocks only).
-            coverage_mask: bool `(batch, S)` (`True` = real source token) to
-                track coverage (cross-attention blocks only), or None.
+            record_attention: whether cached calls record `source_attention`
+                (cross-attention blocks only).
+            context: a `DecodeContext` (a decode loop's), for the memory's keys
+                and values; None: `DEFAULT_CONTEXT`.
         """
         shape = self.self_cache_shape(batch_size, max_length)
-        cache = {"self": ops.zeros(shape, dtype=self.compute_dtype)}
+        cache = BlockCache(ops.zeros(shape, dtype=self.compute_dtype))
         if self.has_cross_attention:
-            cache["cross"] = self.cross_attention.key_value_cache(memory)
-        if coverage_mask is not None:
+            if memory is None:
+                raise ValueError("This block has cross_attention=True: its cache needs "
+                                 "`memory` (the encoder output).")
+            cache = cache._replace(
+                cross_attention=self.cross_attention.key_value_cache(memory, context))
+        if record_attention:
             if not self.has_cross_attention:
-                raise ValueError("`coverage_mask` needs a block with cross_attention=True.")
-            validation.check_key_mask("coverage_mask", coverage_mask, memory.shape[0],
-                                      memory.shape[1])
-            cache["coverage"] = ops.cast(ops.where(coverage_mask, 0.0, 1.0), "float32")
+                raise ValueError("`record_attention` needs a block with cross_attention=True.")
+            cache = cache._replace(
+                source_attention=ops.zeros(tuple(ops.shape(memory)[:2]), dtype="float32"))
         return cache
 
     def self_cache_shape(self, batch_size, max_length):

@@ -8,6 +8,8 @@ from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
+from keras_transformer.generation import decoding
+from keras_transformer.generation.families import DecoderOnlyAdapter
 from keras_transformer.models.config import TransformerConfig
 from keras_transformer.models.initialization import gpt2_initialization
 from keras_transformer.training.recipes import gpt_recipe
@@ -151,7 +153,7 @@ class DecoderOnly(TransformerModel):
     def call(self, ids, training=None, padding_mask=None):
         return self._forward(ids, training=training, padding_mask=padding_mask)
 
-    def call_with_cache(self, ids, caches, cache_index, keep_until=None):
+    def call_with_cache(self, ids, caches, cache_index, keep_until=None, context=None):
         """One cached decoding step: logits for `ids` at positions `cache_index..`.
 
         Args:
@@ -164,15 +166,19 @@ class DecoderOnly(TransformerModel):
                 again (the decode loop, after prefilling prompts of several
                 lengths): banded layers' ring caches keep only the positions
                 before it. Default: keep all.
+            context: a `DecodeContext` (how sublayers are called and caches
+                written: `generate`'s torch loop makes its own); None:
+                `DEFAULT_CONTEXT`.
 
         Returns:
             `(logits (batch, T, vocab), updated caches)`. No padding mask is
             applied: every cached position before the query is a real token.
         """
-        return self._forward(ids, caches=caches, cache_index=cache_index, keep_until=keep_until)
+        return self._forward(ids, caches=caches, cache_index=cache_index, keep_until=keep_until,
+                             context=context)
 
     def empty_cache(self, batch_size, max_length):
-        """Per-block zero key/value caches for decoding up to `max_length` positions.
+        """One `BlockCache` per block, of zeros, for decoding up to `max_length` positions.
 
         Args:
             batch_size: rows of the batch to decode.
@@ -245,18 +251,19 @@ class DecoderOnly(TransformerModel):
         >>> model.generate(np.array([[5, 6, 7]]), max_new_tokens=4).shape
         (1, 7)
         """
-        from keras_transformer.generation import decoding
-
-        return decoding.generate_decoder_only(
-            self, prompt_ids, max_new_tokens, sampler=sampler, stop_ids=stop_ids,
-            beam_size=beam_size, alpha=alpha, num_return=num_return, padding_mask=padding_mask,
+        inputs = dict(prompt_ids=prompt_ids, max_new_tokens=max_new_tokens,
+                      padding_mask=padding_mask)
+        return decoding.generate(
+            DecoderOnlyAdapter(self), inputs, sampler=sampler, stop_ids=stop_ids,
+            beam_size=beam_size, alpha=alpha, num_return=num_return,
         )
 
     def _forward(self, ids, caches=None, cache_index=None, training=None, keep_until=None,
-                 padding_mask=None):
+                 padding_mask=None, context=None):
         """The one forward pass, full (`caches=None`) or cached."""
         start = 0 if caches is None else cache_index
-        hidden = self.embed(ids, start_index=start, training=training)  # (batch, T, d)
+        hidden = self.embed(ids, start_index=start, training=training,
+                            context=context)  # (batch, T, d)
         padding = None
         if caches is None:
             if padding_mask is None:
@@ -265,12 +272,12 @@ class DecoderOnly(TransformerModel):
                 padding = ops.convert_to_tensor(padding_mask)  # the blocks check it is bool
         out = self.run_stack(
             self.blocks, self.final_norm, hidden, padding, training,
-            caches=caches, cache_index=cache_index, keep_until=keep_until,
+            caches=caches, cache_index=cache_index, keep_until=keep_until, context=context,
         )
         if caches is None:
             return self.logits(out)  # (batch, T, vocab)
         hidden, caches = out
-        return self.logits(hidden), caches
+        return self.logits(hidden, context), caches
 
     def input_signature(self):
         """`InputSpec((None, None), "int32")`: token ids of any batch size and length."""

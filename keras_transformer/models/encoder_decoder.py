@@ -7,6 +7,8 @@ from keras import ops
 
 from keras_transformer import masks
 from keras_transformer import validation
+from keras_transformer.generation import decoding
+from keras_transformer.generation.families import EncoderDecoderAdapter
 from keras_transformer.special_tokens import END_ID
 from keras_transformer.special_tokens import PAD_ID
 from keras_transformer.special_tokens import START_ID
@@ -167,22 +169,23 @@ class EncoderDecoder(TransformerModel):
         self._settle_sublayers()
         self.built = True
 
-    def encode(self, source_ids, training=None):
+    def encode(self, source_ids, training=None, context=None):
         """Encoder output ("memory") `(batch, S, d_model)` for source ids `(batch, S)`.
 
         Args:
             source_ids: int `(batch, S)` source ids, padded with `pad_id`.
             training: whether dropout is active.
+            context: a `DecodeContext` (a decode loop's); None: `DEFAULT_CONTEXT`.
         """
-        hidden = self.embed(source_ids, training=training)
+        hidden = self.embed(source_ids, training=training, context=context)
         padding = masks.padding_mask(source_ids, self.config.pad_id)  # (batch, S)
         return self.run_stack(
-            self.encoder_blocks, self.encoder_norm, hidden, padding, training
+            self.encoder_blocks, self.encoder_norm, hidden, padding, training, context=context
         )
 
     def decode(
         self, target_ids, memory, memory_mask=None, caches=None, cache_index=None,
-        training=None,
+        training=None, context=None,
     ):
         """Logits `(batch, T, vocab)` for target ids given the encoder output.
 
@@ -200,9 +203,12 @@ class EncoderDecoder(TransformerModel):
             caches: per-block caches from `empty_cache`, or None (full pass).
             cache_index: absolute position of `target_ids[:, 0]` (with `caches`).
             training: whether dropout is active.
+            context: a `DecodeContext` (how sublayers are called and caches
+                written: `generate`'s torch loop makes its own); None:
+                `DEFAULT_CONTEXT`.
         """
         start = 0 if caches is None else cache_index
-        hidden = self.embed(target_ids, start_index=start, training=training)
+        hidden = self.embed(target_ids, start_index=start, training=training, context=context)
         padding = (
             None if caches is not None else masks.padding_mask(target_ids, self.config.pad_id)
         )
@@ -216,11 +222,12 @@ class EncoderDecoder(TransformerModel):
             cache_index=cache_index,
             memory=memory,
             memory_mask=memory_mask,
+            context=context,
         )
         if caches is None:
             return self.logits(out)
         hidden, caches = out
-        return self.logits(hidden), caches
+        return self.logits(hidden, context), caches
 
     def cross_attention_probabilities(self, source_ids, target_ids):
         """Each decoder layer's cross-attention weights, for inspection.
@@ -255,23 +262,25 @@ class EncoderDecoder(TransformerModel):
             hidden = block(hidden, padding_mask=padding, memory=memory, memory_mask=memory_mask)
         return maps
 
-    def empty_cache(self, memory, max_length, coverage_mask=None):
-        """Decoder caches: zero self-attention caches of `max_length` positions
-        and each block's cross-attention keys/values of `memory`, computed once.
+    def empty_cache(self, memory, max_length, record_attention=False, context=None):
+        """One `BlockCache` per decoder block: zero self-attention caches of
+        `max_length` positions, and the cross-attention keys and values of
+        `memory`, computed once.
 
         Args:
             memory: `(batch, S, d_model)` encoder output.
             max_length: target positions each self-attention cache holds.
-            coverage_mask: the source's padding mask (bool `(batch, S)`) to
-                have the last decoder block track its cross-attention
-                coverage in its cache (`"coverage"`, for beam search's
-                coverage penalty), or None.
+            record_attention: whether the last decoder block records, in each
+                cached call, the cross-attention each source position received
+                (its cache's `source_attention` `(batch, S)`, mean over heads):
+                what beam search's coverage penalty adds up.
+            context: a `DecodeContext` (a decode loop's); None: `DEFAULT_CONTEXT`.
         """
         batch = ops.shape(memory)[0]
         last = len(self.decoder_blocks) - 1
         return [
             block.empty_cache(batch, max_length, memory,
-                              coverage_mask=coverage_mask if i == last else None)
+                              record_attention=record_attention and i == last, context=context)
             for i, block in enumerate(self.decoder_blocks)
         ]
 
@@ -316,11 +325,10 @@ class EncoderDecoder(TransformerModel):
         >>> model.generate(np.array([[5, 6, 7, 0]]), max_length=6).shape
         (1, 6)
         """
-        from keras_transformer.generation import decoding
-
-        return decoding.generate_encoder_decoder(
-            self, source_ids, start_id=start_id, stop_ids=stop_ids, max_length=max_length,
-            beam_size=beam_size, alpha=alpha, sampler=sampler, num_return=num_return, beta=beta,
+        inputs = dict(source_ids=source_ids, start_id=start_id, max_length=max_length)
+        return decoding.generate(
+            EncoderDecoderAdapter(self), inputs, sampler=sampler, stop_ids=stop_ids,
+            beam_size=beam_size, alpha=alpha, num_return=num_return, beta=beta,
         )
 
     def call(self, inputs, training=None):

@@ -24,7 +24,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_transformer.generation.decoding import clear_compiled
 
 _SUFFIX = ".lora.h5"
 LORA_QUANTIZATION_MODES = (None, "int8", "int4")
@@ -110,7 +109,7 @@ def enable_lora(model, rank, target_layer_names):
     # Paths, not the layers: a built model takes no new tracked sublayers.
     model._lora_paths = tuple(_relative_path(model, layer) for layer in targets)
     model._lora_rank = int(rank)
-    clear_compiled(model)  # its decode loops captured the variables of before
+    model.compiled_loops.clear()  # its decode loops captured the variables of before
 
 
 def save_lora_weights(model, filepath):
@@ -196,7 +195,7 @@ def load_lora_weights(model, filepath):
         layer.lora_alpha = alpha
         layer.lora_kernel_a.assign(a)
         layer.lora_kernel_b.assign(b)
-    clear_compiled(model)
+    model.compiled_loops.clear()
 
 
 def merged_model(model):

@@ -5,12 +5,12 @@ import inspect
 
 import keras
 
-from keras_transformer.generation.decoding import clear_compiled
+from keras_transformer.generation.compiled import CompiledLoops
 from keras_transformer.layers.clone_initializer import clone_initializer
 from keras_transformer.layers.learned_position_embedding import LearnedPositionEmbedding
 from keras_transformer.layers.normalization import make_norm
 from keras_transformer.layers.sinusoidal_embedding import SinusoidalEmbedding
-from keras_transformer.layers.sublayer_call import invoke
+from keras_transformer.layers.decode_context import context_or_default
 from keras_transformer.layers.token_embedding import TokenEmbedding
 from keras_transformer.layers.transformer_block import TransformerBlock
 from keras_transformer.models import calibration_stages
@@ -88,6 +88,7 @@ class TransformerModel(keras.Model):
                 f"'mixed_bfloat16'); received compute dtype {compute_dtype}."
             )
         self.config = c = config
+        self.compiled_loops = CompiledLoops(self)  # generate's compile cache
         self._init_rule = self.initialization()
         self.token_embedding = TokenEmbedding(
             c.vocab_size,
@@ -215,7 +216,7 @@ class TransformerModel(keras.Model):
             final_norm.build(hidden_shape)
 
     # --- the forward pass pieces ---------------------------------------------
-    def embed(self, ids, start_index=0, training=None):
+    def embed(self, ids, start_index=0, training=None, context=None):
         """Token embedding (scaled if asked) + positions, then dropout: `(B, T, d_model)`.
 
         With rotary or ALiBi positions nothing is added: attention encodes them.
@@ -224,16 +225,19 @@ class TransformerModel(keras.Model):
             ids: int token ids `(B, T)`.
             start_index: absolute position of `ids[:, 0]` (for cached steps).
             training: whether dropout is active.
+            context: a `DecodeContext` (a decode step's); None: `DEFAULT_CONTEXT`.
         """
-        hidden = invoke(self.token_embedding, ids)
+        context = context_or_default(context)
+        hidden = context.call(self.token_embedding, ids)
         if self.position_embedding is not None:
-            hidden = hidden + invoke(self.position_embedding, hidden, start_index=start_index)
-        return invoke(self.embedding_dropout, hidden, training=training)
+            hidden = hidden + context.call(self.position_embedding, hidden,
+                                           start_index=start_index)
+        return context.call(self.embedding_dropout, hidden, training=training)
 
     @staticmethod
     def run_stack(
         blocks, final_norm, hidden, padding_mask, training=None, caches=None,
-        cache_index=None, keep_until=None, **memory,
+        cache_index=None, keep_until=None, context=None, **memory,
     ):
         """Runs `hidden` through `blocks` (and the pre-LN final norm).
 
@@ -250,35 +254,38 @@ class TransformerModel(keras.Model):
             cache_index: absolute position of `hidden`'s first row (with `caches`).
             keep_until: positions from here on will be fed again (banded
                 layers' ring caches do not keep them); default all.
+            context: a `DecodeContext` (a decode step's); None: `DEFAULT_CONTEXT`.
             **memory: `memory` and `memory_mask` for decoder blocks with
                 cross-attention.
         """
+        context = context_or_default(context)
         updated = []
         for i, block in enumerate(blocks):
             if caches is None:
-                hidden = invoke(
-                    block, hidden, padding_mask=padding_mask, training=training, **memory
-                )
+                hidden = context.call(block, hidden, padding_mask=padding_mask,
+                                      training=training, context=context, **memory)
             else:
-                hidden, cache = invoke(
+                hidden, cache = context.call(
                     block, hidden, padding_mask=padding_mask, cache=caches[i],
                     cache_index=cache_index, training=training, keep_until=keep_until,
-                    **memory,
+                    context=context, **memory,
                 )
                 updated.append(cache)
         if final_norm is not None:
-            hidden = invoke(final_norm, hidden)
+            hidden = context.call(final_norm, hidden)
         return hidden if caches is None else (hidden, updated)
 
-    def logits(self, hidden):
+    def logits(self, hidden, context=None):
         """Pre-softmax projection `(B, T, d_model)` -> `(B, T, vocab_size)`.
 
         Args:
             hidden: `(B, T, d_model)` outputs of the last block.
+            context: a `DecodeContext` (a decode step's); None: `DEFAULT_CONTEXT`.
         """
+        context = context_or_default(context)
         if self.config.tie_embeddings:
-            return self.token_embedding.project(hidden)
-        return invoke(self.output_projection, hidden)
+            return self.token_embedding.project(hidden, context)
+        return context.call(self.output_projection, hidden)
 
     # --- training defaults ---------------------------------------------------
     def training_recipe(self):
@@ -489,7 +496,7 @@ class TransformerModel(keras.Model):
             filters = calibration_stages.within_blocks(structure, filters)
         with calibration_stages.zero_points_in_range(mode):  # GPTQ/AWQ zero points fit a byte
             super().quantize(mode, config=config, filters=filters, **kwargs)
-        clear_compiled(self)
+        self.compiled_loops.clear()
         calibration_stages.save_what_loads(self)
 
     def get_quantization_layer_structure(self, mode=None):

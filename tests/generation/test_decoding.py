@@ -209,6 +209,18 @@ def test_encoder_decoder_default_length_is_source_plus_50():
     assert model.generate(source, beam_size=None).shape == (1, 54)
 
 
+def test_a_learned_table_must_hold_each_sources_real_length_plus_50():
+    """The default limit is per source, its real tokens + 50: padding after a source needs
+    no table rows (the output is still the batch's width + 50 wide)."""
+    model = kt.EncoderDecoder.from_preset("transformer_tiny", vocab_size=VOCAB, dropout=0.0,
+                                          position="learned", max_length=60)
+    padded = np.array([[5, 6, 7, 8, 9, 10] + [model.config.pad_id] * 4])  # 6 real tokens
+    out = model.generate(padded, beam_size=None)
+    assert out.shape == (1, 60)  # 10 + 50 columns; the row decodes 56 positions at most
+    with pytest.raises(ValueError, match="Decoding needs 61 positions .* max_length=60"):
+        model.generate(np.full((1, 10), 5), beam_size=None)  # 10 real tokens
+
+
 def test_sampled_calls_compile_once_per_bucket():
     """Ten seeds and three prompt widths in one bucket: one compilation."""
     model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0)
@@ -249,7 +261,7 @@ def test_bucket_padding_does_not_change_the_output():
     wide = model.generate(padded, max_new_tokens=5, padding_mask=mask)  # 9 new tokens per row
     assert wide.shape == (2, 15)
     np.testing.assert_array_equal(wide[:, :11], narrow)
-    assert len({s.input_length for s in model._decode_functions}) == 2  # two buckets ran
+    assert len({s.input_length for s in model.compiled_loops.settings()}) == 2  # two buckets ran
 
 
 def test_calls_of_equal_total_length_do_not_share_a_prefill():
@@ -292,15 +304,29 @@ def test_mixed_bfloat16_cached_tokens_match_the_full_pass():
     assert differ.mean() <= 0.1, f"{differ.sum()} of {differ.size} tokens differ (all near ties)"
 
 
+@pytest.mark.parametrize("family", ["DecoderOnly", "EncoderDecoder"])
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
-def test_decode_steps_skip_keras_call_bookkeeping_where_nothing_autocasts(monkeypatch, policy):
+def test_decode_steps_skip_keras_call_bookkeeping_where_nothing_autocasts(monkeypatch, policy,
+                                                                           family):
     """After its first call, a loop runs without `Layer.__call__`: compiled on JAX and
-    TensorFlow, and on torch through direct sublayer calls, except where a mixed
-    policy needs `__call__`'s autocasting."""
+    TensorFlow, and on torch through direct sublayer calls (the encoder and the memory's
+    keys and values too: the loop's context reaches them), except where a mixed policy
+    needs `__call__`'s autocasting."""
     keras.config.set_dtype_policy(policy)
-    model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0,
-                                       num_layers=2)
     prompts = np.random.default_rng(3).integers(3, VOCAB, size=(2, 4))
+    if family == "DecoderOnly":
+        model = kt.DecoderOnly.from_preset("gpt2_tiny", vocab_size=VOCAB, dropout=0.0,
+                                           num_layers=2)
+    else:
+        translator = kt.EncoderDecoder.from_preset("transformer_tiny", vocab_size=VOCAB,
+                                                   dropout=0.0)
+
+        class Model:  # the same call shape for both families
+            def generate(self, sources, max_new_tokens):
+                return translator.generate(sources, max_length=max_new_tokens, beam_size=2,
+                                           beta=0.3)
+
+        model = Model()
     calls = []
     original = keras.layers.Layer.__call__
 

@@ -55,7 +55,8 @@ def test_compiled_beam_search_matches_eager_and_compiles_once():
     rng = np.random.default_rng(1)
     for width in (3, 5, 8):  # one bucket
         source = rng.integers(4, VOCAB, size=(2, width))
-        # With the coverage penalty: the coverage travels in the caches through the graph.
+        # With the coverage penalty: the coverage travels in the beam loop's state, through
+        # the graph.
         want = eager.generate(source, beam_size=2, max_length=6, num_return=2, beta=0.5)
         got = compiled.generate(source, beam_size=2, max_length=6, num_return=2, beta=0.5)
         np.testing.assert_array_equal(got.ids, want.ids)

@@ -79,9 +79,9 @@ def test_banded_block_cache_is_a_ring_and_dense_blocks_hold_every_position():
     causal = TransformerBlock(num_heads=HEADS, d_ff=16, self_attention="causal")
     for block in (banded, causal):
         block.build((2, 10, D_MODEL))
-    assert tuple(banded.empty_cache(2, 100)["self"].shape) == (2, 2, 4, HEADS, D_MODEL // HEADS)
-    assert tuple(banded.empty_cache(2, 3)["self"].shape) == (2, 2, 3, HEADS, D_MODEL // HEADS)
-    assert tuple(causal.empty_cache(2, 100)["self"].shape) == (2, 2, 100, HEADS, D_MODEL // HEADS)
+    assert tuple(banded.empty_cache(2, 100).self_attention.shape) == (2, 2, 4, HEADS, D_MODEL // HEADS)
+    assert tuple(banded.empty_cache(2, 3).self_attention.shape) == (2, 2, 3, HEADS, D_MODEL // HEADS)
+    assert tuple(causal.empty_cache(2, 100).self_attention.shape) == (2, 2, 100, HEADS, D_MODEL // HEADS)
 
 
 @pytest.mark.parametrize("host_index", [True, False], ids=["int-position", "tensor-position"])

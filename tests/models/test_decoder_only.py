@@ -376,7 +376,7 @@ def test_cache_bytes_counts_the_caches_and_banded_layers_hold_their_window():
     gpt3 = tiny(num_layers=4, max_length=64, attention_window=8)
     for model in (dense, gpt3):
         caches = model.empty_cache(3, 64)
-        held = sum(int(np.prod(c["self"].shape)) * 4 for c in caches)  # float32
+        held = sum(int(np.prod(c.self_attention.shape)) * 4 for c in caches)  # float32
         assert model.cache_bytes(3, 64) == held
     assert gpt3.cache_bytes(3, 64) / dense.cache_bytes(3, 64) == (64 + 8) / (2 * 64)
     assert gpt3.cache_bytes(3, 8) == dense.cache_bytes(3, 8)  # within the window: no saving

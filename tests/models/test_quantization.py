@@ -117,6 +117,15 @@ CALIBRATED = ("gptq", "awq")
 HELD_OUT_IDS = np.random.default_rng(101).integers(4, 64, size=(4, 32)).astype("int32")
 
 
+def _generate_once(model):
+    """A short greedy `generate`, which compiles (and keeps) a decode loop."""
+    ids = np.array([[5, 6, 7]])
+    if isinstance(model, kt.DecoderOnly):
+        model.generate(ids, max_new_tokens=2)
+    else:
+        model.generate(ids, max_length=2, beam_size=None)
+
+
 def _held_out(model):
     if isinstance(model, kt.EncoderDecoder):
         return {"source": HELD_OUT_IDS[:, :16], "target": HELD_OUT_IDS[:, 16:]}
@@ -140,7 +149,8 @@ def calibrated():
             model = build()
             inputs = _held_out(model)
             before = ops.convert_to_numpy(model(inputs))
-            model.__dict__["_decode_functions"] = {"compiled before": None}  # see clear_compiled
+            _generate_once(model)  # a decode loop compiled before quantize
+            assert model.compiled_loops.settings()
             calibrate(model, mode)
             made[build, mode] = model, inputs, before
         return made[build, mode]
@@ -158,7 +168,7 @@ def test_gptq_and_awq_quantize_every_block_projection_and_keep_the_logits(calibr
     assert set(policies) == set(_block_projections(model))
     assert set(policies.values()) == {f"{mode}/4/{GROUP}_from_float32"}  # bits and group
     assert model.token_embedding.quantization_mode is None  # Keras calibrates blocks only
-    assert "_decode_functions" not in model.__dict__  # generate compiles afresh
+    assert model.compiled_loops.settings() == []  # generate compiles afresh
     logits = ops.convert_to_numpy(model(inputs))
     assert not np.array_equal(logits, before)
     # 4-bit weights, as int4: at most 15% of the largest logit here (the translator; the

@@ -25,7 +25,7 @@ import keras_transformer as kt
 from keras_transformer.convert import from_hf_gpt2
 from keras_transformer.convert import hf_gpt2_state_dict
 from keras_transformer.layers.remat import seed_states
-from keras_transformer.layers.sublayer_call import direct_calls
+from keras_transformer.layers.decode_context import DecodeContext
 from keras_transformer.models import DecoderOnly
 from keras_transformer.models import EncoderDecoder
 from keras_transformer.models import preset_config
@@ -154,12 +154,13 @@ def test_direct_calls_and_cached_steps_work_with_remat(untrained):
     ids, _ = batch(DecoderOnly)
     ids = ops.convert_to_tensor(ids)  # direct calls take tensors; the shape other tests call
     expected = ops.convert_to_numpy(plain(ids))
+    np.testing.assert_allclose(ops.convert_to_numpy(remat(ids)), expected, atol=1e-5)
     for direct in (False, True):
-        with direct_calls(direct):
-            np.testing.assert_allclose(ops.convert_to_numpy(remat(ids)), expected, atol=1e-5)
-            logits, caches = remat.call_with_cache(ids[:, :-1], remat.empty_cache(BATCH, LENGTH),
-                                                   0)
-            step, _ = remat.call_with_cache(ids[:, -1:], caches, LENGTH - 1)  # one token
+        context = DecodeContext(direct_calls=direct)
+        logits, caches = remat.call_with_cache(ids[:, :-1], remat.empty_cache(BATCH, LENGTH),
+                                               0, context=context)
+        step, _ = remat.call_with_cache(ids[:, -1:], caches, LENGTH - 1,  # one token
+                                        context=context)
         np.testing.assert_allclose(ops.convert_to_numpy(logits), expected[:, :-1], atol=1e-5)
         np.testing.assert_allclose(ops.convert_to_numpy(step), expected[:, -1:], atol=1e-5)
 
