@@ -5,6 +5,8 @@ from typing import NamedTuple
 
 from keras import ops
 
+from keras_transformer import validation
+
 ABSENT = ()
 """A part a `BlockCache` does not hold: an empty structure, which every backend's loop
 state carries (TensorFlow's while loop refuses None)."""
@@ -61,8 +63,9 @@ class BlockCache(NamedTuple):
         """Every row repeated `times` times, `(B, ...) -> (B * times, ...)`: one per beam.
 
         Args:
-            times: copies of each row (the beam width).
+            times: copies of each row (the beam width), a whole number >= 1.
         """
+        times = validation.check_int("times", times)
         return BlockCache(*(ops.repeat(part, times, axis=0) if _held(part) else part
                             for part in self))
 
@@ -73,8 +76,18 @@ class BlockCache(NamedTuple):
         stay as they are; `source_attention` is the last call's and is gathered too.
 
         Args:
-            rows: int `(B,)`: the row of this cache each new row copies.
+            rows: int `(B,)`: the row of this cache each new row copies, each in
+                `[0, B)` (not checked: inside a compiled loop the values are not known;
+                JAX fills rows out of range with NaN).
         """
+        if not hasattr(rows, "dtype"):  # a list
+            rows = ops.convert_to_tensor(rows)
+        if "int" not in str(rows.dtype) or len(rows.shape) != 1:
+            raise ValueError(
+                f"`rows` must be integer row indices of rank 1; received dtype {rows.dtype} "
+                f"of shape {tuple(rows.shape)}."
+            )
+
         def take(part):
             return ops.take(part, rows, axis=0) if _held(part) else part
 

@@ -77,5 +77,19 @@ DEFAULT_CONTEXT = DecodeContext()
 
 
 def context_or_default(context):
-    """`context`, or `DEFAULT_CONTEXT` for None (a layer called without one)."""
-    return DEFAULT_CONTEXT if context is None else context
+    """`context`, or `DEFAULT_CONTEXT` for None (a layer called without one).
+
+    Args:
+        context: a `DecodeContext` or None.
+
+    Raises:
+        ValueError: `context` is something else.
+    """
+    if context is None:
+        return DEFAULT_CONTEXT
+    if not isinstance(context, DecodeContext):
+        raise ValueError(
+            "`context` must be a keras_transformer.layers.DecodeContext (an instance) or "
+            f"None; received {context!r}."
+        )
+    return context

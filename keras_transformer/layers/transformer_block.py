@@ -199,6 +199,14 @@ class TransformerBlock(keras.layers.Layer):
         context=None,
     ):
         context = context_or_default(context)
+        if cache is not None and not isinstance(cache, BlockCache):
+            raise ValueError(
+                "`cache` must be the block's BlockCache (`empty_cache(...)`, or what the "
+                f"previous cached call returned); received {type(cache).__name__}. Caches are "
+                "no longer dicts of 'self'/'cross'/'coverage': read `cache.self_attention`, "
+                "`cache.cross_attention`, and record cross-attention with "
+                "`empty_cache(..., record_attention=True)`."
+            )
         cached_memory = cache is not None and cache.holds_memory
         if self.has_cross_attention and memory is None and not cached_memory:
             raise ValueError("This block has cross_attention=True and needs `memory`.")
@@ -335,6 +343,7 @@ class TransformerBlock(keras.layers.Layer):
             context: a `DecodeContext` (a decode loop's), for the memory's keys
                 and values; None: `DEFAULT_CONTEXT`.
         """
+        validation.check_bool("record_attention", record_attention)
         shape = self.self_cache_shape(batch_size, max_length)
         cache = BlockCache(ops.zeros(shape, dtype=self.compute_dtype))
         if self.has_cross_attention:

@@ -96,3 +96,25 @@ def test_the_cache_travels_through_a_compiled_loop():
         loop = tf.function(lambda c: ops.while_loop(lambda i, c: i < 2, body, (0, c)),
                            jit_compile=True)
         np.testing.assert_array_equal(ops.convert_to_numpy(loop(cache)[1].self_attention), 5.0)
+
+
+def test_bad_arguments_are_refused_by_name():
+    cache = BlockCache(ops.zeros((3, 2, 4, HEADS, 4)))
+    for times in (0, 2.5, "2"):
+        with pytest.raises(ValueError, match="`times`"):
+            cache.repeat(times)
+    for rows in ([0.7, 1.2, 2.0], np.array([True, False, True]), [[0, 1, 2]]):
+        with pytest.raises(ValueError, match="`rows` must be integer row indices of rank 1"):
+            cache.reorder(rows)
+    block = _cross_block()
+    with pytest.raises(ValueError, match="`record_attention` must be True or False"):
+        block.empty_cache(1, 4, ops.ones((1, 3, D_MODEL)), record_attention="False")
+
+
+def test_a_cache_that_is_not_a_block_cache_is_refused_with_what_to_use():
+    block = TransformerBlock(num_heads=HEADS, d_ff=16, self_attention="causal")
+    block.build((None, None, D_MODEL))
+    old_style = {"self": block.empty_cache(1, 4).self_attention}  # before BlockCache
+    with pytest.raises(ValueError, match="`cache` must be the block's BlockCache .* received "
+                                         "dict.*cache.self_attention"):
+        block(ops.ones((1, 1, D_MODEL)), cache=old_style, cache_index=0)

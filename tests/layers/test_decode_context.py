@@ -78,3 +78,13 @@ def test_cache_writes_are_in_place_only_when_the_context_says(in_place):
     np.testing.assert_array_equal(ops.convert_to_numpy(updated)[:, :, 1], 1.0)
     written = in_place and keras.backend.backend() == "torch"  # XLA updates in place itself
     assert float(ops.convert_to_numpy(ops.sum(cache))) == (4.0 if written else 0.0)
+
+
+@pytest.mark.parametrize("context", ["fast", True, {}, DecodeContext])
+def test_a_context_that_is_not_one_is_refused(context):
+    block = TransformerBlock(num_heads=2, d_ff=16, self_attention="causal")
+    block.build((None, None, 8))
+    with pytest.raises(ValueError, match="`context` must be a keras_transformer.layers."
+                                         "DecodeContext"):
+        block(ops.ones((1, 1, 8)), cache=block.empty_cache(1, 4), cache_index=0,
+              context=context)
