@@ -13,6 +13,7 @@ from unittest import mock
 
 import keras
 import numpy as np
+from keras.src.quantizers import gptq_core
 
 import keras_transformer as kt
 
@@ -70,17 +71,22 @@ def calibration_config(mode, dataset=CALIBRATION_IDS, **overrides):
 
 
 def calibrate(model, mode, **overrides):
-    """`model.quantize(mode)` on the calibration ids, quietly and without Keras' `gc.collect()`.
+    """`model.quantize(mode)` on the calibration ids, quietly, without Keras' `gc.collect()`,
+    on the same windows in every process.
 
     Keras prints a progress bar, warns about saving, and collects garbage as it drops each
     float kernel (0.3-0.5 s each in a test process: most of the time of these quantizations).
+    Keras 3.15.1 starts its strided windows at an offset drawn from Python's `hash` of a
+    string, which `PYTHONHASHSEED` salts per process: a test would see other windows in each
+    run. Here the offset is 0, so a run repeats the one before.
 
     Args:
         model: the model to quantize in place.
         mode: `"gptq"` or `"awq"`.
         **overrides: arguments of `calibration_config`.
     """
-    with warnings.catch_warnings(), mock.patch("gc.collect", lambda *args: 0):
+    with warnings.catch_warnings(), mock.patch("gc.collect", lambda *args: 0), \
+            mock.patch.object(gptq_core, "hash", lambda key: 0, create=True):
         warnings.simplefilter("ignore")
         model.quantize(mode, config=calibration_config(mode, **overrides))
 

@@ -235,8 +235,8 @@ def test_gptq_is_closer_to_float32_than_rounding_to_nearest(calibrated):
         layer.kernel.assign(_round_to_nearest(ops.convert_to_numpy(layer.kernel)))
     gptq_error = np.abs(ops.convert_to_numpy(model(inputs)) - before).mean()
     rounding_error = np.abs(ops.convert_to_numpy(rounded(inputs)) - before).mean()
-    # On ids it has not seen: 16-40% less on the three backends, over 14 runs (Keras places the
-    # calibration windows at an offset drawn from Python's salted `hash`: they vary by process).
+    # On ids it has not seen: 16-40% less on the three backends, over 14 runs at other window
+    # offsets (before `calibrate` fixed Keras' offset, drawn from Python's salted `hash`, at 0).
     assert gptq_error < rounding_error
 
 
@@ -249,9 +249,14 @@ def test_the_calibration_data_decides_the_quantized_weights(calibrated, mode):
     other = tiny_translator()
     calibrate(other, mode, dataset=CALIBRATION_IDS[:, ::-1])
     first, second = _block_projections(model), _block_projections(other)
-    for path in ("encoder_block_0/feed_forward/inner", "decoder_block_0/cross_attention/query"):
-        assert not np.array_equal(ops.convert_to_numpy(first[path].quantized_kernel),
-                                  ops.convert_to_numpy(second[path].quantized_kernel)), path
+    changed = {path for path in first if not np.array_equal(
+        ops.convert_to_numpy(first[path].quantized_kernel),
+        ops.convert_to_numpy(second[path].quantized_kernel))}
+    # Per part, not per projection: AWQ may find a projection best left unscaled (scales of 1)
+    # under both data, which rounds its weights to nearest, the same both times.
+    for part in ("encoder_block_0/", "decoder_block_0/self_attention/",
+                 "decoder_block_0/cross_attention/", "decoder_block_0/feed_forward/"):
+        assert any(path.startswith(part) for path in changed), (part, sorted(changed))
     if mode == "awq":  # scales of 1 everywhere: AWQ saw no activations (it may pick 1 for some)
         assert not all(np.allclose(ops.convert_to_numpy(layer.awq_scales), 1.0)
                        for layer in first.values())
