@@ -5,51 +5,85 @@ what type, for a list argument the constraints of its elements). The operations 
 C functions of the same names step by step, their slips included: normalization tries one
 period only (`for (m = 2; m <= n / 2; n++)`), and `make_repeated_list` takes the initial
 segment's elements for the repeated ones. Where the C code then reads memory it never set,
-`Undefined` is raised: msgfmt's verdict cannot be known."""
+`Undefined` is raised: msgfmt's verdict cannot be known.
+
+What differs is how the lists are kept, so that what the C code does in time quadratic in a
+string's length (or worse) mostly takes linear time here, with the same results:
+- Segments are runs of equal elements (`arglist_segments.Segment`; elements are plain
+  tuples): the C code steps through lists of as many elements as the string has directives,
+  once or more per directive. (A list whose neighbouring elements all differ, `~a~d` repeated, gains
+  nothing from runs: where such a list is copied and united at each directive, by `~^` or a
+  nested `~[`, the time stays quadratic, as msgfmt's.)
+- A list that is an element's list (a list of lists) is frozen: never changed, so the C
+  code's copies (copy_list) share it, and equal frozen lists are one object (`freeze`), so
+  that equal_list is `is` for them. What copy_list copies to change, a list's `copy` copies
+  (its segments; the lists in its elements are shared).
+- The intersection, union, normalization and repeated list (make_repeated_list) of frozen
+  lists are computed once and kept with them: nested `~{ ~}` intersect a list with itself at
+  each level, which the C code does by walking and copying the whole nest below, again at
+  each level (msgfmt takes 20 s for 100 levels, and our first port 100 s).
+- Where the C functions recurse into lists of lists (make_intersected_list through
+  make_intersected_element, make_union_list through make_union_element, normalize_list),
+  they run on an explicit stack (`explicit_stack.run_nested`), as deep as lists nest."""
 
 import math
+import weakref
+
+from keras_transformer.messages.format_strings.explicit_stack import collector_paused
+from keras_transformer.messages.format_strings.explicit_stack import run_nested
+from keras_transformer.messages.format_strings.arglist_segments import COUNT
+from keras_transformer.messages.format_strings.arglist_segments import OPTIONAL
+from keras_transformer.messages.format_strings.arglist_segments import PRESENCE
+from keras_transformer.messages.format_strings.arglist_segments import REQUIRED
+from keras_transformer.messages.format_strings.arglist_segments import Segment
+from keras_transformer.messages.format_strings.arglist_segments import SUBLIST
+from keras_transformer.messages.format_strings.arglist_segments import TYPE
+from keras_transformer.messages.format_strings.arglist_segments import with_count
+from keras_transformer.messages.format_strings.arglist_segments import with_presence
 
 (OBJECT, CHARACTER_INTEGER_NULL, CHARACTER_NULL, CHARACTER, INTEGER_NULL, INTEGER, REAL,
  COMPLEX, LIST, FORMATSTRING, FUNCTION) = range(11)
-REQUIRED, OPTIONAL = "required", "optional"
 _NULLS = (CHARACTER_INTEGER_NULL, CHARACTER_NULL, INTEGER_NULL)
 _NARROWER = {  # a type and the types it narrows to, in both intersection and union
     CHARACTER_INTEGER_NULL: (CHARACTER_NULL, CHARACTER, INTEGER_NULL, INTEGER),
     CHARACTER_NULL: (CHARACTER,), INTEGER_NULL: (INTEGER,), REAL: (INTEGER,),
 }
+# What a frozen list keeps: its intersections, unions, normalized list, repeated lists.
+_MEET, _JOIN, _NORMAL, _REPEATED = "intersection", "union", "normalized", "repeated"
 
 
 class Undefined(Exception):
     """gettext's C code reads memory it has not set (or aborts) on this string."""
 
 
-class Element:
-    __slots__ = ("repcount", "presence", "type", "list")
-
-    def __init__(self, repcount, presence, kind, sublist=None):
-        self.repcount, self.presence, self.type, self.list = repcount, presence, kind, sublist
-
-    def copy(self):
-        return Element(self.repcount, self.presence, self.type,
-                       self.list.copy() if self.type == LIST else None)
-
-
 class ArgList:
-    __slots__ = ("initial", "repeated")
+    """format-lisp.c's `struct format_arg_list`. A frozen list (`freeze`) is never changed and
+    keeps what was computed from it (`_memo`); `copy` gives a list that may be."""
+    __slots__ = ("initial", "repeated", "_memo", "__weakref__")
 
-    def __init__(self, initial=(), repeated=()):
-        self.initial, self.repeated = list(initial), list(repeated)
+    def __init__(self, initial=None, repeated=None):
+        self.initial = initial if initial is not None else Segment()
+        self.repeated = repeated if repeated is not None else Segment()
+        self._memo = None
 
     def copy(self):
-        return ArgList([e.copy() for e in self.initial], [e.copy() for e in self.repeated])
+        return ArgList(self.initial.copy(), self.repeated.copy())
 
-    @property
-    def initial_length(self):
-        return sum(e.repcount for e in self.initial)
 
-    @property
-    def repeated_length(self):
-        return sum(e.repcount for e in self.repeated)
+_FROZEN = weakref.WeakValueDictionary()  # (initial runs, repeated runs) -> the frozen list
+
+
+def freeze(arglist):
+    """The frozen list equal to `arglist` (a list of lists holds frozen lists only)."""
+    if arglist._memo is not None:
+        return arglist
+    key = (tuple(arglist.initial.runs), tuple(arglist.repeated.runs))
+    frozen = _FROZEN.get(key)
+    if frozen is None:
+        frozen = arglist.copy()
+        frozen._memo = {}
+        _FROZEN[key] = frozen
+    return frozen
 
 
 def _lcm_factors(n1, n2):
@@ -58,79 +92,104 @@ def _lcm_factors(n1, n2):
 
 
 def equal_element(e1, e2):
-    """Equal constraints, whatever the repcounts."""
-    return (e1.presence == e2.presence and e1.type == e2.type
-            and (e1.type != LIST or equal_list(e1.list, e2.list)))
+    """Equal constraints, whatever the repcounts (equal frozen lists are one list)."""
+    return e1[PRESENCE] == e2[PRESENCE] and e1[TYPE] == e2[TYPE] and e1[SUBLIST] is e2[SUBLIST]
 
 
 def equal_list(list1, list2):
-    return all(len(a) == len(b) and all(x.repcount == y.repcount and equal_element(x, y)
-                                        for x, y in zip(a, b))
-               for a, b in ((list1.initial, list2.initial), (list1.repeated, list2.repeated)))
+    return list1.initial.runs == list2.initial.runs and list1.repeated.runs == list2.repeated.runs
 
 
-def _combine_adjacent(segment):
+def _combined(segment):
+    """The segment's elements with equal neighbours merged (normalize_outermost_list's first
+    step), as a Python list."""
     out = []
-    for element in segment:
+    for element, times in segment.runs:
         if out and equal_element(element, out[-1]):
-            out[-1].repcount += element.repcount
+            out[-1] = with_count(out[-1], out[-1][COUNT] + element[COUNT] * times)
         else:
-            out.append(element)
-    segment[:] = out
+            out.append(with_count(element, element[COUNT] * times) if times > 1 else element)
+    return out
 
 
 def normalize_outermost_list(arglist):
     """Merges equal neighbours, shortens the loop's period (trying 2 only, as gettext does
     by incrementing n instead of m) and rolls the initial segment's tail into the loop."""
-    _combine_adjacent(arglist.initial)
-    _combine_adjacent(arglist.repeated)
-    rep, initial = arglist.repeated, arglist.initial
+    initial, rep = _combined(arglist.initial), _combined(arglist.repeated)
+    _normalize_elements(initial, rep)
+    arglist.initial, arglist.repeated = Segment.of(initial), Segment.of(rep)
+
+
+def _normalize_elements(initial, rep):
+    """normalize_outermost_list after its merges, on Python lists of elements."""
     if not rep:
         return
     n, extra = len(rep), 0
     if n > 1 and equal_element(rep[0], rep[n - 1]):
-        extra, n = rep[n - 1].repcount, n - 1
+        extra, n = rep[n - 1][COUNT], n - 1
     if n >= 4:  # m stays 2 while n grows: the first even n decides, or none does
         n += n % 2
-        length = arglist.repeated_length
+        length = sum(element[COUNT] for element in rep)
         for i in range(n - 2):
             if i + 2 >= len(rep):
                 raise Undefined("normalization reads past the loop")
-            if not (rep[i].repcount + (extra if i == 0 else 0) == rep[i + 2].repcount
+            if not (rep[i][COUNT] + (extra if i == 0 else 0) == rep[i + 2][COUNT]
                     and equal_element(rep[i], rep[i + 2])):
                 break
         else:
             rep[2:] = rep[n:n + 1]
-            if length // (n // 2) != arglist.repeated_length:
+            if length // (n // 2) != sum(element[COUNT] for element in rep):
                 raise Undefined("normalization miscounts the loop")
     if len(rep) == 1:
         if initial and equal_element(initial[-1], rep[0]):
             initial.pop()
         return
     while initial and equal_element(initial[-1], rep[-1]):
-        moved = min(initial[-1].repcount, rep[-1].repcount)
+        moved = min(initial[-1][COUNT], rep[-1][COUNT])
         if equal_element(rep[0], rep[-1]):
-            rep[0].repcount += moved
+            rep[0] = with_count(rep[0], rep[0][COUNT] + moved)
         else:
-            rep.insert(0, rep[-1].copy())
-            rep[0].repcount = moved
-        rep[-1].repcount -= moved
-        if rep[-1].repcount == 0:
+            rep.insert(0, with_count(rep[-1], moved))
+        rep[-1] = with_count(rep[-1], rep[-1][COUNT] - moved)
+        if rep[-1][COUNT] == 0:
             rep.pop()
-        initial[-1].repcount -= moved
-        if initial[-1].repcount == 0:
+        initial[-1] = with_count(initial[-1], initial[-1][COUNT] - moved)
+        if initial[-1][COUNT] == 0:
             initial.pop()
 
 
 def normalize_list(arglist):
-    for element in arglist.initial + arglist.repeated:
-        if element.type == LIST:
-            normalize_list(element.list)
+    """normalize_list: the lists of lists first (each frozen list once), then the list."""
+    arglist.initial = arglist.initial.map_lists(_normalized)
+    arglist.repeated = arglist.repeated.map_lists(_normalized)
     normalize_outermost_list(arglist)
 
 
+def _normalized(frozen):
+    """The normalized frozen list of a frozen list, its lists of lists first, without
+    recursion: a list waits on the stack until its lists are done."""
+    stack = [frozen]
+    while stack:
+        top = stack[-1]
+        if _NORMAL in top._memo:
+            stack.pop()
+            continue
+        pending = [element[SUBLIST] for segment in (top.initial, top.repeated)
+                   for element, _ in segment.runs
+                   if element[SUBLIST] is not None and _NORMAL not in element[SUBLIST]._memo]
+        if pending:
+            stack += pending
+            continue
+        work = ArgList(top.initial.map_lists(lambda sublist: sublist._memo[_NORMAL]),
+                       top.repeated.map_lists(lambda sublist: sublist._memo[_NORMAL]))
+        normalize_outermost_list(work)
+        top._memo[_NORMAL] = freeze(work)
+        stack.pop()
+    return frozen._memo[_NORMAL]
+
+
 def make_unconstrained_list():
-    return ArgList([], [Element(1, OPTIONAL, OBJECT)])
+    return ArgList(repeated=Segment([((1, OPTIONAL, OBJECT, None), 1)]))
 
 
 def is_empty_list(arglist):
@@ -138,111 +197,91 @@ def is_empty_list(arglist):
 
 
 def unfold_loop(arglist, m):
-    arglist.repeated += [element.copy() for _ in range(m - 1) for element in arglist.repeated]
+    if m > 1:
+        loop = arglist.repeated.copy()
+        for _ in range(m - 1):
+            arglist.repeated.extend(loop)
 
 
 def rotate_loop(arglist, m):
     """Makes the initial segment m long, taking from the loop (which must not be empty)."""
-    have = arglist.initial_length
+    have = arglist.initial.length
     if m == have:
         return
     if m < have or not arglist.repeated:
         raise Undefined("a loop rotated backwards")
     rep = arglist.repeated
-    if len(rep) == 1:
-        element = rep[0].copy()
-        element.repcount = m - have
-        arglist.initial.append(element)
+    if rep.count == 1:
+        arglist.initial.append(with_count(rep.first(), m - have))
         return
-    q, r = divmod(m - have, arglist.repeated_length)
-    s, t = 0, r
-    while s < len(rep) and t >= rep[s].repcount:
-        t, s = t - rep[s].repcount, s + 1
-    arglist.initial += [element.copy() for _ in range(q) for element in rep]
-    arglist.initial += [element.copy() for element in rep[:s]]
-    if t > 0:
-        element = rep[s].copy()
-        element.repcount = t
-        arglist.initial.append(element)
+    q, r = divmod(m - have, rep.length)
+    for _ in range(q):
+        arglist.initial.extend(rep)
+    left, right = rep.split(r)
+    arglist.initial.extend(left)
     if r > 0:
-        rotated = rep[s:] + rep[:s]
-        if t > 0:
-            tail = rotated[0].copy()
-            rotated[0].repcount -= t
-            tail.repcount = t
-            rotated.append(tail)
-        arglist.repeated = rotated
-
-
-def _skip(segment, n):
-    s, t = 0, n
-    while s < len(segment) and t >= segment[s].repcount:
-        t, s = t - segment[s].repcount, s + 1
-    return s, t
+        right.extend(left)
+        arglist.repeated = right
 
 
 def initial_splitelement(arglist, n):
-    """Splits the initial segment at index n; the index of the element that starts there."""
-    if n > arglist.initial_length:
+    """Makes argument n start an element of the initial segment."""
+    if n > arglist.initial.length:
         rotate_loop(arglist, n)
-    initial = arglist.initial
-    s, t = _skip(initial, n)
-    if t == 0:
-        return s
-    old = initial[s].repcount
-    second = initial[s].copy()
-    initial[s].repcount, second.repcount = t, old - t
-    initial.insert(s + 1, second)
-    return s + 1
+    arglist.initial.split_at(n)
 
 
 def initial_unshare(arglist, n):
-    """Gives argument n an element of its own in the initial segment; its index."""
-    if n >= arglist.initial_length:
+    """Gives argument n an element of its own in the initial segment."""
+    if n >= arglist.initial.length:
         rotate_loop(arglist, n + 1)
-    initial = arglist.initial
-    s, t = _skip(initial, n)
-    old = initial[s].repcount
-    if old > 1:
-        if t == 0 or t == old - 1:
-            initial.insert(s + 1, initial[s].copy())
-            initial[s].repcount, initial[s + 1].repcount = (1, old - 1) if t == 0 else (old - 1, 1)
-        else:
-            initial[s + 1:s + 1] = [initial[s].copy(), initial[s].copy()]
-            initial[s].repcount, initial[s + 1].repcount, initial[s + 2].repcount = t, 1, old - 1 - t
-        if t > 0:
-            s += 1
-    return s
+    arglist.initial.isolate(n)
 
 
 def shift_list(arglist, n):
     """n unconstrained required arguments before the list."""
     if n > 0:
-        arglist.initial.insert(0, Element(n, REQUIRED, OBJECT))
+        arglist.initial.insert_first((n, REQUIRED, OBJECT, None))
         normalize_outermost_list(arglist)
+
+
+def _meet_presence(e1, e2):
+    return REQUIRED if REQUIRED in (e1[PRESENCE], e2[PRESENCE]) else OPTIONAL
+
+
+def _meet_type(e1, e2):
+    """make_intersected_element's (type, list) of two elements not both of list type, or None
+    on a contradiction."""
+    t1, t2 = e1[TYPE], e2[TYPE]
+    if t1 == OBJECT or t2 == OBJECT:
+        source = e2 if t1 == OBJECT else e1
+        return source[TYPE], source[SUBLIST]
+    for a, b in ((e1, e2), (e2, e1)):
+        if a[TYPE] == LIST and b[TYPE] in _NULLS:
+            sublist = make_intersection_with_empty_list(a[SUBLIST])
+            return None if sublist is None else (LIST, freeze(sublist))
+    for narrow in (_narrowest, _complex_narrowest):
+        for a, b in ((t1, t2), (t2, t1)):
+            if b in narrow(a):
+                return b, None
+    return (t1, None) if t1 == t2 else None
+
+
+def _meet_frozen(list1, list2):
+    """The frozen intersection of two frozen lists (None on a contradiction), computed once;
+    a generator for `run_nested`."""
+    if (_MEET, list2) not in list1._memo:
+        result = yield _meet_lists(list1.copy(), list2.copy())
+        list1._memo[_MEET, list2] = None if result is None else freeze(result)
+    return list1._memo[_MEET, list2]
 
 
 def make_intersected_element(e1, e2):
     """(presence, (type, list) or None on a contradiction) of both constraints."""
-    presence = REQUIRED if REQUIRED in (e1.presence, e2.presence) else OPTIONAL
-    t1, t2 = e1.type, e2.type
-    if t1 == OBJECT or t2 == OBJECT:
-        source = e2 if t1 == OBJECT else e1
-        return presence, (source.type, source.list.copy() if source.type == LIST else None)
-    for a, b in ((e1, e2), (e2, e1)):
-        if a.type == LIST and b.type in _NULLS:
-            sublist = make_intersection_with_empty_list(a.list)
-            return presence, None if sublist is None else (LIST, sublist)
-    for narrow in (_narrowest, _complex_narrowest):
-        for a, b in ((t1, t2), (t2, t1)):
-            if b in narrow(a):
-                return presence, (b, None)
-    if t1 == t2:
-        if t1 != LIST:
-            return presence, (t1, None)
-        sublist = make_intersected_list(e1.list.copy(), e2.list.copy())
-        return presence, None if sublist is None else (LIST, sublist)
-    return presence, None
+    if e1[TYPE] == e2[TYPE] == LIST:
+        sublist = run_nested(_meet_frozen(e1[SUBLIST], e2[SUBLIST]))
+        return _meet_presence(e1, e2), None if sublist is None else (LIST, sublist)
+    return _meet_presence(e1, e2), _meet_type(e1, e2)
 
 
 def _narrowest(kind):
@@ -257,68 +296,116 @@ def _backtrack_in_initial(arglist):
     """Cuts a finite list at its last optional end; None when it has none."""
     initial = arglist.initial
     while initial:
-        if initial[-1].presence == REQUIRED:
-            initial.pop()
+        last = initial.last()
+        if last[PRESENCE] == REQUIRED:
+            initial.pop_run()
         else:
-            if initial[-1].repcount > 1:
-                initial[-1].repcount -= 1
-            else:
-                initial.pop()
+            initial.pop_element()
+            if last[COUNT] > 1:
+                initial.append(with_count(last, last[COUNT] - 1))
             return arglist
     return None
 
 
+def _aligned(segment1, segment2):
+    """The steps of gettext's loops over two segments at once (make_intersected_list's and
+    make_union_list's): each step pairs the current elements and takes the arguments both
+    have left (the smaller count), until either segment ends. Yields (element1, element2,
+    count, steps): `steps` such steps in a row, alike (a run of elements against a run of
+    equal repcount, or against one element that holds several of them)."""
+    runs1, runs2 = segment1.runs, segment2.runs
+    index1 = index2 = 0  # the current runs
+    within1 = within2 = 0  # the elements of them taken
+    used1 = used2 = 0  # the arguments of the current elements taken
+    while index1 < len(runs1) and index2 < len(runs2):
+        e1, times1 = runs1[index1]
+        e2, times2 = runs2[index2]
+        left1, left2 = e1[COUNT] - used1, e2[COUNT] - used2
+        fresh1 = 0 if used1 else times1 - within1  # untouched elements of the run
+        fresh2 = 0 if used2 else times2 - within2
+        if left1 == left2:
+            count, steps = left1, max(1, min(fresh1, fresh2))
+        elif left1 < left2 and fresh1:
+            count, steps = left1, min(fresh1, left2 // left1)
+        elif left2 < left1 and fresh2:
+            count, steps = left2, min(fresh2, left1 // left2)
+        else:
+            count, steps = min(left1, left2), 1
+        yield e1, e2, count, steps
+        if not used1 and count == e1[COUNT]:
+            within1 += steps
+        else:
+            used1 += count * steps
+            if used1 == e1[COUNT]:
+                used1, within1 = 0, within1 + 1
+        if within1 == times1:
+            index1, within1 = index1 + 1, 0
+        if not used2 and count == e2[COUNT]:
+            within2 += steps
+        else:
+            used2 += count * steps
+            if used2 == e2[COUNT]:
+                used2, within2 = 0, within2 + 1
+        if within2 == times2:
+            index2, within2 = index2 + 1, 0
+
+
 def _intersect_segments(segment1, segment2, into):
     """Intersects two segments element by element into `into`: (the failed element's
-    presence or None, the indices reached)."""
-    i1 = i2 = 0
-    while i1 < len(segment1) and i2 < len(segment2):
-        e1, e2 = segment1[i1], segment2[i2]
-        count = min(e1.repcount, e2.repcount)
-        presence, kind = make_intersected_element(e1, e2)
+    presence or None, the arguments intersected). A generator for `run_nested`."""
+    taken = 0
+    for e1, e2, count, steps in _aligned(segment1, segment2):
+        presence = _meet_presence(e1, e2)
+        if e1[TYPE] == e2[TYPE] == LIST:
+            sublist = yield _meet_frozen(e1[SUBLIST], e2[SUBLIST])
+            kind = None if sublist is None else (LIST, sublist)
+        else:
+            kind = _meet_type(e1, e2)
         if kind is None:
-            return presence, i1, i2
-        into.append(Element(count, presence, *kind))
-        e1.repcount -= count
-        e2.repcount -= count
-        i1 += e1.repcount == 0
-        i2 += e2.repcount == 0
-    return None, i1, i2
+            return presence, taken
+        into.append((count, presence, *kind), steps)
+        taken += count * steps
+    return None, taken
 
 
 def _equalize_loops(list1, list2):
-    m1, m2 = _lcm_factors(list1.repeated_length, list2.repeated_length)
+    m1, m2 = _lcm_factors(list1.repeated.length, list2.repeated.length)
     unfold_loop(list1, m1)
     unfold_loop(list2, m2)
 
 
 def make_intersected_list(list1, list2):
     """Both constraints at once (consumes both lists); None on a contradiction."""
+    return run_nested(_meet_lists(list1, list2))
+
+
+def _meet_lists(list1, list2):
+    """make_intersected_list, a generator for `run_nested`."""
     if list1.repeated and list2.repeated:
         _equalize_loops(list1, list2)
     if list1.repeated or list2.repeated:
-        m = max(list1.initial_length, list2.initial_length)
+        m = max(list1.initial.length, list2.initial.length)
         for arglist in (list1, list2):
             if arglist.repeated:
                 rotate_loop(arglist, m)
     result = ArgList()
-    failed, i1, i2 = _intersect_segments(list1.initial, list2.initial, result.initial)
+    failed, taken = yield from _intersect_segments(list1.initial, list2.initial, result.initial)
     if failed is not None or not (list1.repeated and list2.repeated):
         if failed is None:
-            rest = [(list1, i1), (list2, i2)]
-            for (arglist, index), (other, _) in zip(rest, rest[::-1]):
-                if index < len(arglist.initial) or arglist.repeated and not other.repeated:
-                    first = (arglist.initial[index] if index < len(arglist.initial)
-                             else arglist.repeated[0])
-                    failed = first.presence
+            for arglist, other in ((list1, list2), (list2, list1)):
+                if taken < arglist.initial.length or arglist.repeated and not other.repeated:
+                    first = (arglist.initial.element_at(taken) if taken < arglist.initial.length
+                             else arglist.repeated.first())
+                    failed = first[PRESENCE]
                     break
         if failed == REQUIRED:
             result = _backtrack_in_initial(result)
     else:
-        failed, _, _ = _intersect_segments(list1.repeated, list2.repeated, result.repeated)
+        failed, _ = yield from _intersect_segments(list1.repeated, list2.repeated,
+                                                   result.repeated)
         if failed is not None:
-            result.initial += result.repeated
-            result.repeated = []
+            result.initial.extend(result.repeated)
+            result.repeated = Segment()
             if failed == REQUIRED:
                 result = _backtrack_in_initial(result)
     if result is not None:
@@ -327,85 +414,97 @@ def make_intersected_list(list1, list2):
 
 
 def make_intersection_with_empty_list(arglist):
-    first = arglist.initial[:1] or arglist.repeated[:1]
-    return None if first and first[0].presence == REQUIRED else ArgList()
+    first = arglist.initial or arglist.repeated
+    return None if first and first.first()[PRESENCE] == REQUIRED else ArgList()
 
 
-def make_union_element(e1, e2, count):
-    presence = REQUIRED if e1.presence == e2.presence == REQUIRED else OPTIONAL
-    t1, t2 = e1.type, e2.type
+def _join_element(e1, e2, count):
+    """make_union_element of two elements not both of list type."""
+    presence = REQUIRED if e1[PRESENCE] == e2[PRESENCE] == REQUIRED else OPTIONAL
+    t1, t2 = e1[TYPE], e2[TYPE]
     if t1 == t2:
-        sublist = make_union_list(e1.list.copy(), e2.list.copy()) if t1 == LIST else None
-        return Element(count, presence, t1, sublist)
+        return (count, presence, t1, None)
     for narrow in (_narrowest, _complex_narrowest):
         for a, b in ((t1, t2), (t2, t1)):
             if b in narrow(a):
-                return Element(count, presence, a)
+                return (count, presence, a, None)
     for a, b in ((e1, e2), (e2, e1)):
-        if a.type == LIST and is_empty_list(a.list):
-            kind = (b.type if b.type in _NULLS else CHARACTER_NULL if b.type == CHARACTER
-                    else INTEGER_NULL if b.type == INTEGER else OBJECT)
-            return Element(count, presence, kind)
+        if a[TYPE] == LIST and is_empty_list(a[SUBLIST]):
+            kind = (b[TYPE] if b[TYPE] in _NULLS else CHARACTER_NULL if b[TYPE] == CHARACTER
+                    else INTEGER_NULL if b[TYPE] == INTEGER else OBJECT)
+            return (count, presence, kind, None)
     for a, b in ((t1, t2), (t2, t1)):
         if a in (CHARACTER, CHARACTER_NULL) and b in (INTEGER, INTEGER_NULL):
-            return Element(count, presence, CHARACTER_INTEGER_NULL)
-    return Element(count, presence, OBJECT)
+            return (count, presence, CHARACTER_INTEGER_NULL, None)
+    return (count, presence, OBJECT, None)
+
+
+def _join_frozen(list1, list2):
+    """The frozen union of two frozen lists, computed once; a generator for `run_nested`."""
+    if (_JOIN, list2) not in list1._memo:
+        result = yield _join_lists(list1.copy(), list2.copy())
+        list1._memo[_JOIN, list2] = freeze(result)
+    return list1._memo[_JOIN, list2]
 
 
 def _union_segments(segment1, segment2, into):
-    i1 = i2 = 0
-    while i1 < len(segment1) and i2 < len(segment2):
-        e1, e2 = segment1[i1], segment2[i2]
-        count = min(e1.repcount, e2.repcount)
-        into.append(make_union_element(e1, e2, count))
-        e1.repcount -= count
-        e2.repcount -= count
-        i1 += e1.repcount == 0
-        i2 += e2.repcount == 0
-    return i1, i2
+    """Unites two segments element by element into `into`: the arguments united. A
+    generator for `run_nested`."""
+    taken = 0
+    for e1, e2, count, steps in _aligned(segment1, segment2):
+        if e1[TYPE] == e2[TYPE] == LIST:
+            presence = REQUIRED if e1[PRESENCE] == e2[PRESENCE] == REQUIRED else OPTIONAL
+            element = (count, presence, LIST, (yield _join_frozen(e1[SUBLIST], e2[SUBLIST])))
+        else:
+            element = _join_element(e1, e2, count)
+        into.append(element, steps)
+        taken += count * steps
+    return taken
 
 
 def make_union_list(list1, list2):
     """Either constraint (consumes both lists)."""
+    return run_nested(_join_lists(list1, list2))
+
+
+def _join_lists(list1, list2):
+    """make_union_list, a generator for `run_nested`."""
     if list1.repeated and list2.repeated:
         _equalize_loops(list1, list2)
-        m = max(list1.initial_length, list2.initial_length)
+        m = max(list1.initial.length, list2.initial.length)
         rotate_loop(list1, m)
         rotate_loop(list2, m)
     else:
         for a, b in ((list1, list2), (list2, list1)):
             if a.repeated:
-                if b.initial_length >= a.initial_length:
-                    rotate_loop(a, b.initial_length)
-                    if a.repeated[0].presence == REQUIRED:
-                        rotate_loop(a, a.initial_length + 1)
+                if b.initial.length >= a.initial.length:
+                    rotate_loop(a, b.initial.length)
+                    if a.repeated.first()[PRESENCE] == REQUIRED:
+                        rotate_loop(a, a.initial.length + 1)
                 break
     result = ArgList()
-    i1, i2 = _union_segments(list1.initial, list2.initial, result.initial)
-    for arglist, index in ((list1, i1), (list2, i2)):
-        rest = arglist.initial[index:]
-        if rest:
-            if rest[0].presence == REQUIRED:
-                first = rest[0].copy()
-                first.presence, first.repcount = OPTIONAL, 1
-                result.initial.append(first)
-                rest[0].repcount -= 1
-                rest = rest[1:] if rest[0].repcount == 0 else rest
-            result.initial += [element.copy() for element in rest]
+    taken = yield from _union_segments(list1.initial, list2.initial, result.initial)
+    for arglist in (list1, list2):
+        if taken < arglist.initial.length:
+            rest = arglist.initial.split(taken)[1]
+            if rest.first()[PRESENCE] == REQUIRED:
+                result.initial.append(with_count(with_presence(rest.first(), OPTIONAL), 1))
+                rest = rest.split(1)[1]
+            result.initial.extend(rest)
             break
     if list1.repeated and list2.repeated:
-        _union_segments(list1.repeated, list2.repeated, result.repeated)
+        yield from _union_segments(list1.repeated, list2.repeated, result.repeated)
     else:
-        result.repeated = [element.copy() for element in list1.repeated or list2.repeated]
+        result.repeated = (list1.repeated or list2.repeated).copy()
     normalize_outermost_list(result)
     return result
 
 
 def make_union_with_empty_list(arglist):
-    first = arglist.initial[:1] or arglist.repeated[:1]
-    if first and first[0].presence == REQUIRED:
+    first = arglist.initial or arglist.repeated
+    if first and first.first()[PRESENCE] == REQUIRED:
         initial_splitelement(arglist, 1)
-        arglist.initial[0].presence = OPTIONAL
+        arglist.initial.replace_at(0, with_presence(arglist.initial.first(), OPTIONAL))
         normalize_outermost_list(arglist)
     return arglist
 
@@ -419,42 +518,41 @@ def union(list1, list2):
 
 def is_required(arglist, n):
     """Whether arguments 0..n must all be present."""
+    if n < arglist.initial.required_prefix():
+        return True
     t = n + 1
     for segment in (arglist.initial, arglist.repeated):
         if segment is arglist.repeated and not segment:
             return False
-        s = 0
-        while s < len(segment) and t >= segment[s].repcount:
-            if segment[s].presence != REQUIRED:
+        for element, times in segment.runs:
+            whole = min(times, t // element[COUNT])
+            if whole and element[PRESENCE] != REQUIRED:
                 return False
-            t, s = t - segment[s].repcount, s + 1
+            t -= whole * element[COUNT]
+            if whole < times:  # argument n is in this run
+                return t == 0 or element[PRESENCE] == REQUIRED
         if t == 0:
             return True
-        if s < len(segment):
-            return segment[s].presence == REQUIRED
     return True
 
 
 def add_required_constraint(arglist, n):
-    if arglist is None or not arglist.repeated and arglist.initial_length <= n:
+    if arglist is None or not arglist.repeated and arglist.initial.length <= n:
         return None
     initial_splitelement(arglist, n + 1)
-    index, rest = 0, n + 1
-    while rest > 0:
-        arglist.initial[index].presence = REQUIRED
-        rest -= arglist.initial[index].repcount
-        index += 1
+    arglist.initial.set_required(n + 1)
     return arglist
 
 
 def add_end_constraint(arglist, n):
     """The list ends before argument n."""
-    if arglist is None or not arglist.repeated and arglist.initial_length <= n:
+    if arglist is None or not arglist.repeated and arglist.initial.length <= n:
         return arglist
-    s = initial_splitelement(arglist, n)
-    presence = (arglist.initial[s] if s < len(arglist.initial) else arglist.repeated[0]).presence
-    del arglist.initial[s:]
-    arglist.repeated = []
+    initial_splitelement(arglist, n)
+    presence = (arglist.initial.element_at(n) if n < arglist.initial.length
+                else arglist.repeated.first())[PRESENCE]
+    arglist.initial.truncate(n)
+    arglist.repeated = Segment()
     return _backtrack_in_initial(arglist) if presence == REQUIRED else arglist
 
 
@@ -462,87 +560,112 @@ def add_type_constraint(arglist, n, kind, sublist=None):
     """Argument n (already required) is of type `kind` (for LIST, of elements `sublist`)."""
     if arglist is None:
         return None
-    s = initial_unshare(arglist, n)
-    _, result = make_intersected_element(arglist.initial[s], Element(1, OPTIONAL, kind, sublist))
+    initial_unshare(arglist, n)
+    element = arglist.initial.element_at(n)
+    constraint = (1, OPTIONAL, kind, None if sublist is None else freeze(sublist))
+    _, result = make_intersected_element(element, constraint)
     if result is None:
         return add_end_constraint(arglist, n)
-    arglist.initial[s].type, arglist.initial[s].list = result
+    arglist.initial.replace_at(n, (element[COUNT], element[PRESENCE], *result))
     return arglist
 
 
 def add_req_type_constraint(arglist, position, kind, sublist=None):
+    """add_required_constraint, then add_type_constraint. On the argument just past an
+    initial segment all required, of a list whose loop is one element (what most directives
+    meet), these append the loop's element, once, required, of the type: done so here, without
+    their searches; else (or on a contradiction) as they do it."""
+    if (arglist is not None and position == arglist.initial.length and arglist.repeated.count == 1
+            and arglist.initial.required_prefix() == position):
+        constraint = (1, OPTIONAL, kind, None if sublist is None else freeze(sublist))
+        _, result = make_intersected_element(arglist.repeated.first(), constraint)
+        if result is not None:
+            arglist.initial.append((1, REQUIRED, *result))
+            return arglist
     return add_type_constraint(add_required_constraint(arglist, position), position, kind, sublist)
 
 
 def make_repeated_list_of_lists(sublist):
     if sublist is None:
         return ArgList()
-    return ArgList([], [Element(1, OPTIONAL, LIST, sublist)])
+    return ArgList(repeated=Segment([((1, OPTIONAL, LIST, freeze(sublist)), 1)]))
 
 
 def make_repeated_list(sublist, period):
-    """The union of 0, 1, 2, ... copies of sublist, each shifted by `period` more."""
+    """The union of 0, 1, 2, ... copies of sublist, each shifted by `period` more (consumes
+    sublist), computed once for equal sublists and periods (a `~{...~}` repeated)."""
+    frozen = freeze(sublist)
+    if (_REPEATED, period) not in frozen._memo:
+        result = _repeated_list(sublist, period)
+        frozen._memo[_REPEATED, period] = None if result is None else freeze(result)
+    result = frozen._memo[_REPEATED, period]
+    return None if result is None else result.copy()
+
+
+def _repeated_list(sublist, period):
+    """make_repeated_list; its loops step element by element: here over Python lists of the
+    elements."""
     if not sublist.repeated:
-        if sublist.initial_length < period:
+        if sublist.initial.length < period:
             return make_union_with_empty_list(sublist)
-        source, p, n = sublist.initial, period, sublist.initial_length
+        source, p, n = list(sublist.initial.elements()), period, sublist.initial.length
     else:
-        m = period // math.gcd(period, sublist.repeated_length)
+        m = period // math.gcd(period, sublist.repeated.length)
         unfold_loop(sublist, m)
-        p = m * sublist.repeated_length
-        count = len(sublist.repeated)
-        if count > len(sublist.initial):
+        p = m * sublist.repeated.length
+        count = sublist.repeated.count
+        if count > sublist.initial.count:
             raise Undefined("make_repeated_list reads past the initial segment")
-        source = sublist.initial + sublist.initial[:count]  # gettext 0.21's slip
-        n = sublist.initial_length + sublist.repeated_length
+        source = list(sublist.initial.elements())
+        source += source[:count]  # gettext 0.21's slip
+        n = sublist.initial.length + sublist.repeated.length
 
     def at(index):
         if index >= len(source):
             raise Undefined("make_repeated_list reads past its source")
         return source[index]
 
-    result = ArgList()
-    initial = result.initial
+    initial = []
     i = ti = si = 0
     while i < p:
-        count = min(at(si).repcount - ti, p - i)
-        element = at(si).copy()
-        element.repcount = count
-        initial.append(element)
+        count = min(at(si)[COUNT] - ti, p - i)
+        initial.append(with_count(at(si), count))
         i, ti = i + count, ti + count
-        if ti == at(si).repcount:
+        if ti == at(si)[COUNT]:
             ti, si = 0, si + 1
-    if initial[0].presence == REQUIRED:
-        initial_splitelement(result, 1)
-        initial[0].presence = OPTIONAL
+    if initial[0][PRESENCE] == REQUIRED:  # initial_splitelement (list, 1), then optional
+        first = initial[0]
+        initial[:1] = [with_count(with_presence(first, OPTIONAL), 1)] + (
+            [with_count(first, first[COUNT] - 1)] if first[COUNT] > 1 else [])
     tj = sj = 0
     ended = False
     while i < n:
-        count = min(at(si).repcount - ti, initial[sj].repcount - tj)
+        count = min(at(si)[COUNT] - ti, initial[sj][COUNT] - tj)
         presence, kind = make_intersected_element(at(si), initial[sj])
         if kind is None:
             if presence == REQUIRED:
-                return _backtrack_in_initial(result)
+                return _backtrack_in_initial(ArgList(Segment.of(initial)))
             ended = True
             break
-        initial.append(Element(count, presence, *kind))
+        initial.append((count, presence, *kind))
         i, ti = i + count, ti + count
-        if ti == at(si).repcount:
+        if ti == at(si)[COUNT]:
             ti, si = 0, si + 1
         tj += count
-        if tj == initial[sj].repcount:
+        if tj == initial[sj][COUNT]:
             tj, sj = 0, sj + 1
-    if not ended and result.initial_length != n:
+    result = ArgList(Segment.of(initial))
+    if not ended and result.initial.length != n:
         raise Undefined("make_repeated_list fails its assertion")
-    i = 0
-    while i < result.initial_length:
-        result.initial[initial_unshare(result, i)].presence = OPTIONAL
-        i += period
+    for i in range(0, result.initial.length, period):
+        initial_unshare(result, i)
+        element = result.initial.element_at(i)
+        result.initial.replace_at(i, with_presence(element, OPTIONAL))
     if not ended:
-        split = initial_splitelement(result, n - p)
-        if n > len(result.initial):  # it copies elements split..n-1 (n a length, not a count)
+        initial_splitelement(result, n - p)
+        if n > result.initial.count:  # it copies elements split..n-1 (n a length, not a count)
             raise Undefined("make_repeated_list writes past the loop it allocates")
-        result.initial, result.repeated = result.initial[:split], result.initial[split:]
+        result.initial, result.repeated = result.initial.split(n - p)
     return result
 
 
@@ -554,9 +677,10 @@ def compare_lists(msgid_list, msgstr_list, strict, pretty):
         if not equal_list(msgid_list, msgstr_list):
             return f"format specifications in '{msgid}' and '{msgstr}' are not equivalent"
         return None
-    intersection = make_intersected_list(msgid_list.copy(), msgstr_list.copy())
-    if intersection is not None:
-        normalize_list(intersection)
+    with collector_paused():
+        intersection = make_intersected_list(msgid_list.copy(), msgstr_list.copy())
+        if intersection is not None:
+            normalize_list(intersection)
     if intersection is None or not equal_list(intersection, msgstr_list):
         return f"format specifications in '{msgstr}' are not a subset of those in '{msgid}'"
     return None

@@ -1,0 +1,50 @@
+"""Recursion on an explicit stack: gettext's operations on Lisp's and Scheme's lists of lists
+(format-lisp.c's make_intersected_list and make_union_list) recurse as deep as the lists
+nest; their ports here are generators that `run_nested` runs, however deep, without Python's
+recursion limit."""
+
+import contextlib
+import gc
+
+
+def run_nested(call):
+    """Runs the generator `call` and those it calls, and returns what it returns: a generator
+    calls another by yielding it, and gets back at the `yield` what that one returns, or has
+    its exception raised there, as a call would. The generators wait on a list, not on
+    Python's stack."""
+    stack, value, error = [call], None, None
+    while True:
+        try:
+            call = stack[-1].throw(error) if error is not None else stack[-1].send(value)
+        except StopIteration as stop:
+            stack.pop()
+            value, error = stop.value, None
+        except Exception as exception:  # noqa: BLE001 - raised in its caller, as in a call
+            stack.pop()
+            if not stack:
+                raise
+            value, error = None, exception
+        else:
+            stack.append(call)
+            value = None
+            continue
+        if not stack:
+            return value
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Pauses Python's cyclic garbage collector for the duration (unless it was off already).
+
+    Deep lists of lists make as many frozen lists, enough new objects to set off the
+    collector's full collections, each of which walks every object of the process (about
+    0.25 s each with keras loaded). The list operations make no garbage cycles but a few (a
+    frozen list whose intersection with itself is itself), which the next collection frees."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
