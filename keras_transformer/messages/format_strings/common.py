@@ -14,17 +14,17 @@ class Invalid(Exception):
 ARGUMENT_NUMBER = re.compile(r"([0-9]+)\$")  # ASCII digits only, as in C
 DIGITS = re.compile(r"[0-9]*")
 UNTERMINATED = "The string ends in the middle of a directive."
-MAX_NESTING = 100
-"""How deep directives may nest here (Lisp's and Scheme's `~( ~[ ~{ ~<`, Java's choices):
-gettext's C parsers recurse without a limit of their own (msgfmt accepts such strings, up to
-its stack, tens of thousands of levels deep); these stop before Python's recursion limit and
-leave the entry unchecked (`arglists.Undefined`: msgfmt's verdict is not known here)."""
 
 
-def check_nesting(depth):
-    """Gives up (`Undefined`) on a directive nested `depth` levels deep beyond `MAX_NESTING`."""
-    if depth > MAX_NESTING:
-        raise Undefined(f"directives nested more than {MAX_NESTING} levels deep")
+def check_depth(depth, limit):
+    """Gives up (`Undefined`) at `depth` nested levels beyond `limit`, the deepest a
+    language's measured msgfmt parses before its C stack (8 MiB, the default) overflows:
+    msgfmt crashes there, so its verdict is none."""
+    if depth > limit:
+        raise Undefined(f"directives nested more than {limit:,} levels deep overflow msgfmt's "
+                        "stack")
+
+
 MIXES_NAMED = ("The string refers to arguments both through argument names and through "
                "unnamed argument specifications.")
 MIXES_NUMBERED = ("The string refers to arguments both through absolute argument numbers and "

@@ -1,7 +1,7 @@
-"""Recursion on an explicit stack: gettext's operations on Lisp's and Scheme's lists of lists
-(format-lisp.c's make_intersected_list and make_union_list) recurse as deep as the lists
-nest; their ports here are generators that `run_nested` runs, however deep, without Python's
-recursion limit."""
+"""Recursion on an explicit stack: gettext's C parsers recurse as deep as their input nests
+(parse_upto in format-lisp.c and format-scheme.c, message_format_parse and
+choice_format_parse in format-java.c) and so do its operations on lists of lists; their ports
+here are generators that `run_nested` runs, however deep, without Python's recursion limit."""
 
 import contextlib
 import gc
@@ -36,10 +36,12 @@ def run_nested(call):
 def collector_paused():
     """Pauses Python's cyclic garbage collector for the duration (unless it was off already).
 
-    Deep lists of lists make as many frozen lists, enough new objects to set off the
+    A string nested 20,000 levels deep keeps tens of thousands of generators and lists alive
+    at once, and its lists of lists as many frozen lists: enough new objects to set off the
     collector's full collections, each of which walks every object of the process (about
-    0.25 s each with keras loaded). The list operations make no garbage cycles but a few (a
-    frozen list whose intersection with itself is itself), which the next collection frees."""
+    0.25 s each with keras loaded, and 8 of them for `~{` nested 22,500 deep: 5.3 s where the
+    parse itself takes 2). The parsers make no garbage cycles but a few (a frozen list whose
+    intersection with itself is itself), which the next collection frees."""
     if not gc.isenabled():
         yield
         return

@@ -2,16 +2,20 @@
 parameters (digits, signed digits, `'c`, `v`, `#`) apart by commas, the modifiers `:` and `@`,
 then a directive. The directives that nest (`~( ~)`, `~[ ~; ~]`, `~{ ~}`, `~< ~>`) and `~^`
 narrow the argument list constraints of `arglists`; format-scheme.c's parser is this one with
-its own simple directives (`scheme`)."""
+its own simple directives (`scheme`). parse_upto calls itself for each directive that nests;
+here it is a generator that `run_nested` runs, so that a string nested as deep as msgfmt
+reads it is read here too (`Dialect.max_depth`)."""
 
 import dataclasses
 
 from keras_transformer.messages.format_strings import arglists as al
 from keras_transformer.messages.format_strings.common import bytes_view
-from keras_transformer.messages.format_strings.common import check_nesting
+from keras_transformer.messages.format_strings.common import check_depth
 from keras_transformer.messages.format_strings.common import conversion_error
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import UNTERMINATED
+from keras_transformer.messages.format_strings.explicit_stack import collector_paused
+from keras_transformer.messages.format_strings.explicit_stack import run_nested
 
 NIL, CHARACTER, INTEGER, ARGCOUNT, V = range(5)  # parameter types
 I = (al.INTEGER_NULL,)
@@ -52,9 +56,15 @@ class Dialect:
     indirection: str  # the letters of ~?
     character_with_parameter: bool  # Scheme's ~c: takes an argument without a parameter only
     lisp_only: bool  # ~/name/, ~< ~>, ~!
+    max_depth: int  # directives nested deeper overflow msgfmt's stack (`check_depth`)
 
 
-_COMMON_LISP = Dialect(LISP, "?", False, True)
+# msgfmt 0.21 (Debian's, 8 MiB of stack) judges `~(` nested 22,763 levels deep and crashes
+# (SIGSEGV) at 22,764: each level is one parse_upto frame of about 370 bytes, whichever
+# directive nests (`~<` crashed at 22,778, within the few levels the stack's start varies by).
+# The limit leaves 263 levels (about 97 KB) for that and for the list operations at the
+# innermost level.
+_COMMON_LISP = Dialect(LISP, "?", False, True, max_depth=22_500)
 
 
 @dataclasses.dataclass
@@ -65,7 +75,7 @@ class _Spec:
 class _Parser:
     def __init__(self, text, dialect):
         self.text, self.at, self.dialect = text, 0, dialect
-        self.depth = 0  # how many parse_upto calls are open
+        self.depth = -1  # how many directives that nest are open (parse_upto calls, less one)
 
     def char(self, offset=0):
         return self.text[self.at + offset:self.at + offset + 1]
@@ -103,25 +113,21 @@ class _Parser:
                 self.at += 1
             params.append((kind, value))
             if self.char() != ",":
-                return params, position
+                return tuple(params), position
             self.at += 1
 
     def parse_upto(self, position, arglist, escape, spec, terminator, separator):
-        """format-lisp.c's parse_upto: reads up to `terminator` (or the end: ""); gives
-        (position, list, escape, separator: 0, 1 or 2 with colon)."""
-        self.depth += 1
-        check_nesting(self.depth)
-        try:
-            return self._parse_upto(position, arglist, escape, spec, terminator, separator)
-        finally:
-            self.depth -= 1
-
-    def _parse_upto(self, position, arglist, escape, spec, terminator, separator):
-        dialect = self.dialect
-        while self.char():
-            self.at += 1
-            if self.text[self.at - 1] != "~":
-                continue
+        """format-lisp.c's parse_upto: reads up to `terminator` (or the end: ""); returns
+        (position, list, escape, separator: 0, 1 or 2 with colon). A generator for
+        `run_nested`: it yields the parse_upto calls of the directives that nest."""
+        self.depth += 1  # one less at each return
+        check_depth(self.depth, self.dialect.max_depth)
+        dialect, text = self.dialect, self.text
+        while True:
+            self.at = text.find("~", self.at) + 1
+            if not self.at:
+                self.at = len(text)
+                break
             colon = atsign = False
             spec.directives += 1
             params, position = self.parameters(spec, position)
@@ -131,33 +137,22 @@ class _Parser:
             char = self.char()
             self.at += 1
 
-            def check(types):
-                return _check_params(arglist, params, types, spec.directives)
-
-            def take(kind, sublist=None):
-                nonlocal position
-                if position >= 0:
-                    result = al.add_req_type_constraint(arglist, position, kind, sublist)
-                    position = _int32(position + 1)
-                    return result
-                return arglist
-
             if char in dialect.simple and char:
                 types, kind = dialect.simple[char]
-                arglist = check(types)
+                arglist = _check_params(arglist, params, types, spec.directives)
                 if kind is not None:
-                    arglist = take(kind)
+                    arglist, position = _take(arglist, position, kind)
             elif char in "Cc" and char and dialect.character_with_parameter:
-                arglist = check(I)
+                arglist = _check_params(arglist, params, I, spec.directives)
                 if not params or len(params) == 1 and params[0][0] == NIL:
-                    arglist = take(al.CHARACTER)
+                    arglist, position = _take(arglist, position, al.CHARACTER)
             elif char in "Pp" and char:
-                arglist = check(())
+                arglist = _check_params(arglist, params, (), spec.directives)
                 if colon and position > 0:
                     position -= 1
-                arglist = take(al.OBJECT)
+                arglist, position = _take(arglist, position, al.OBJECT)
             elif char == "*":
-                arglist = check(I)
+                arglist = _check_params(arglist, params, I, spec.directives)
                 if not params or params[0][0] == NIL:
                     n = 0 if atsign else 1
                 elif params[0][0] == INTEGER:
@@ -176,15 +171,16 @@ class _Parser:
                 elif position >= 0:
                     position = _int32(position + n)
             elif char in dialect.indirection and char:
-                arglist = check(())
-                arglist = take(al.FORMATSTRING)
+                arglist = _check_params(arglist, params, (), spec.directives)
+                arglist, position = _take(arglist, position, al.FORMATSTRING)
                 if atsign:
                     position = -1
                 elif position >= 0:
-                    arglist = take(al.LIST, al.make_unconstrained_list())
+                    arglist, position = _take(arglist, position, al.LIST,
+                                              al.make_unconstrained_list())
             elif char == "/" and dialect.lisp_only:
-                arglist = check(())
-                arglist = take(al.OBJECT)
+                arglist = _check_params(arglist, params, (), spec.directives)
+                arglist, position = _take(arglist, position, al.OBJECT)
                 end = self.text.find("/", self.at)
                 if end < 0:
                     raise Invalid("The string ends in the middle of a ~/.../ directive.")
@@ -196,23 +192,23 @@ class _Parser:
                             raise al.Undefined("~v! at an unknown position")
                         arglist = al.add_req_type_constraint(arglist, value,
                                                              al.CHARACTER_INTEGER_NULL)
-                arglist = take(al.FUNCTION)
-                arglist = take(al.OBJECT)
+                arglist, position = _take(arglist, position, al.FUNCTION)
+                arglist, position = _take(arglist, position, al.OBJECT)
             elif char == "(":
-                arglist = check(())
-                position, arglist, escape, _ = self.parse_upto(position, arglist, escape, spec,
-                                                                ")", False)
+                arglist = _check_params(arglist, params, (), spec.directives)
+                position, arglist, escape, _ = yield self.parse_upto(position, arglist, escape,
+                                                                      spec, ")", False)
             elif char == "[":
-                arglist, position, escape = self.conditional(params, colon, atsign, position,
-                                                             arglist, escape, spec)
+                arglist, position, escape = yield self.conditional(params, colon, atsign, position,
+                                                                   arglist, escape, spec)
             elif char == "{":
-                arglist = check(I)
-                arglist, position = self.iteration(colon, atsign, position, arglist, spec)
+                arglist = _check_params(arglist, params, I, spec.directives)
+                arglist, position = yield self.iteration(colon, atsign, position, arglist, spec)
             elif char == "<" and dialect.lisp_only:
-                arglist = check(IIIC)
+                arglist = _check_params(arglist, params, IIIC, spec.directives)
                 sub_escape = None
                 while True:
-                    position, arglist, sub_escape, sub_separator = self.parse_upto(
+                    position, arglist, sub_escape, sub_separator = yield self.parse_upto(
                         position, arglist, sub_escape, spec, ">", True)
                     if not sub_separator:
                         break
@@ -220,7 +216,7 @@ class _Parser:
                     position = -1
                 arglist = al.union(arglist, sub_escape)
             elif char == "^":
-                arglist = check(THREE)
+                arglist = _check_params(arglist, params, THREE, spec.directives)
                 if position >= 0 and arglist is not None and al.is_required(arglist, position):
                     continue  # never taken
                 if arglist is not None:
@@ -234,22 +230,26 @@ class _Parser:
                 if not separator:
                     raise Invalid(f"In the directive number {spec.directives}, '~;' is used in "
                                   "an invalid position.")
-                arglist = check(I if terminator == ">" else ())
+                arglist = _check_params(arglist, params, I if terminator == ">" else (),
+                                        spec.directives)
+                self.depth -= 1
                 return position, arglist, escape, 2 if colon else 1
             elif char in ")]}>" and char and (char != ">" or dialect.lisp_only):
                 if terminator != char:
                     opening = {")": "(", "]": "[", "}": "{", ">": "<"}[char]
                     raise Invalid(f"Found '~{char}' without matching '~{opening}'.")
-                arglist = check(())
+                arglist = _check_params(arglist, params, (), spec.directives)
+                self.depth -= 1
                 return position, arglist, escape, 0
             else:
                 raise Invalid(conversion_error(spec.directives, char) if char else UNTERMINATED)
         if terminator:
             raise Invalid(f"Found '~{chr(ord(terminator) - 1)}' without matching '~{terminator}'.")
+        self.depth -= 1
         return position, arglist, escape, 0
 
     def conditional(self, params, colon, atsign, position, arglist, escape, spec):
-        """~[...~] in its three forms: (list, position, escape)."""
+        """~[...~] in its three forms: (list, position, escape). A generator, as parse_upto."""
         directive = spec.directives
         if atsign and colon:
             raise Invalid(f"In the directive number {directive}, both the @ and the : modifiers "
@@ -260,8 +260,8 @@ class _Parser:
             if position >= 0:
                 nil_list = al.add_req_type_constraint(nil_list, position, al.LIST, al.ArgList())
             sub_list = arglist.copy() if arglist is not None else None
-            sub_position, sub_list, escape, _ = self.parse_upto(position, sub_list, escape, spec,
-                                                                "]", False)
+            sub_position, sub_list, escape, _ = yield self.parse_upto(position, sub_list, escape,
+                                                                      spec, "]", False)
             if position >= 0:
                 position = position + 1 if sub_list is None or sub_position == position + 1 else -1
             return al.union(nil_list, sub_list), position, escape
@@ -274,7 +274,7 @@ class _Parser:
             sub_list = arglist.copy() if arglist is not None else None
             if position >= 0:
                 sub_list = al.add_req_type_constraint(sub_list, position - 1, al.LIST, al.ArgList())
-            sub_position, sub_list, escape, sub_separator = self.parse_upto(
+            sub_position, sub_list, escape, sub_separator = yield self.parse_upto(
                 position, sub_list, escape, spec, "]", True)
             if not sub_separator:
                 raise Invalid(f"In the directive number {spec.directives}, '~:[' is not followed by "
@@ -283,8 +283,8 @@ class _Parser:
                 union_position = sub_position
             union_list = al.union(union_list, sub_list)
             sub_list = arglist.copy() if arglist is not None else None
-            sub_position, sub_list, escape, _ = self.parse_upto(position, sub_list, escape, spec,
-                                                                "]", False)
+            sub_position, sub_list, escape, _ = yield self.parse_upto(position, sub_list, escape,
+                                                                      spec, "]", False)
             if sub_list is not None:
                 union_position = _merge_position(union_position, sub_position)
             union_list = al.union(union_list, sub_list)
@@ -298,7 +298,7 @@ class _Parser:
         union_position, union_list, last = -2, None, False
         while True:
             sub_list = arglist.copy() if arglist is not None else None
-            sub_position, sub_list, escape, sub_separator = self.parse_upto(
+            sub_position, sub_list, escape, sub_separator = yield self.parse_upto(
                 position, sub_list, escape, spec, "]", not last)
             if not last and arg_position >= 0:
                 sub_list = al.add_req_type_constraint(sub_list, arg_position, al.INTEGER)
@@ -316,10 +316,10 @@ class _Parser:
         return union_list, position if union_position == -2 else union_position, escape
 
     def iteration(self, colon, atsign, position, arglist, spec):
-        """~{...~}: (list, position)."""
+        """~{...~}: (list, position). A generator, as parse_upto."""
         empty_body = self.char() == "~"
         sub_spec = _Spec()
-        sub_position, sub_list, sub_escape, _ = self.parse_upto(
+        sub_position, sub_list, sub_escape, _ = yield self.parse_upto(
             0, al.make_unconstrained_list(), None, sub_spec, "}", False)
         spec.directives += sub_spec.directives
         if empty_body and sub_spec.directives == 1 and position >= 0:
@@ -343,6 +343,14 @@ class _Parser:
             arglist = al.add_req_type_constraint(arglist, position, al.LIST, sub_list)
             position += 1
         return arglist, position
+
+
+def _take(arglist, position, kind, sublist=None):
+    """A directive takes the argument at `position` (if known), of type `kind`: (the list,
+    the position after it)."""
+    if position < 0:
+        return arglist, position
+    return al.add_req_type_constraint(arglist, position, kind, sublist), _int32(position + 1)
 
 
 def _merge_position(union_position, sub_position):
@@ -376,12 +384,13 @@ def _check_params(arglist, params, types, directive):
 def parse_arguments(text, dialect, encoding="utf-8"):
     """format_parse: the normalized argument list constraints of a format string."""
     parser = _Parser(bytes_view(text, encoding), dialect)
-    _, arglist, escape, _ = parser.parse_upto(0, al.make_unconstrained_list(), None, _Spec(), "",
-                                              False)
-    arglist = al.union(arglist, escape)  # ~^ at the top
-    if arglist is None:
-        raise Invalid("The string refers to some argument in incompatible ways.")
-    al.normalize_list(arglist)
+    with collector_paused():
+        _, arglist, escape, _ = run_nested(parser.parse_upto(0, al.make_unconstrained_list(),
+                                                             None, _Spec(), "", False))
+        arglist = al.union(arglist, escape)  # ~^ at the top
+        if arglist is None:
+            raise Invalid("The string refers to some argument in incompatible ways.")
+        al.normalize_list(arglist)
     return arglist
 
 

@@ -21,7 +21,9 @@ SCHEME = {
     **cases("Y", ((), al.OBJECT)), **cases("%&_/|~", (I, None)), **cases("!\nQ", ((), None)),
     **cases("T", (IIC, None)),
 }
-_SCHEME = Dialect(SCHEME, "?Kk", True, False)
+# format-scheme.c's parse_upto frame is a little smaller: msgfmt judges `~(` nested 23,814
+# levels deep and crashes at 23,815 (see `lisp._COMMON_LISP`).
+_SCHEME = Dialect(SCHEME, "?Kk", True, False, max_depth=23_500)
 
 
 def scheme_arguments(text, encoding="utf-8"):
