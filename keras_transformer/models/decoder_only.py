@@ -275,7 +275,7 @@ class DecoderOnly(TransformerModel):
             caches=caches, cache_index=cache_index, keep_until=keep_until, context=context,
         )
         if caches is None:
-            return self.logits(out)  # (batch, T, vocab)
+            return self.logits(out, training=training)  # (batch, T, vocab)
         hidden, caches = out
         return self.logits(hidden, context), caches
 

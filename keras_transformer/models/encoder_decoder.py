@@ -225,7 +225,7 @@ class EncoderDecoder(TransformerModel):
             context=context,
         )
         if caches is None:
-            return self.logits(out)
+            return self.logits(out, training=training)
         hidden, caches = out
         return self.logits(hidden, context), caches
 

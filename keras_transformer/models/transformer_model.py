@@ -275,17 +275,24 @@ class TransformerModel(keras.Model):
             hidden = context.call(final_norm, hidden)
         return hidden if caches is None else (hidden, updated)
 
-    def logits(self, hidden, context=None):
+    def logits(self, hidden, context=None, training=None):
         """Pre-softmax projection `(B, T, d_model)` -> `(B, T, vocab_size)`.
 
         Args:
             hidden: `(B, T, d_model)` outputs of the last block.
             context: a `DecodeContext` (a decode step's); None: `DEFAULT_CONTEXT`.
+            training: whether this is a training pass: passed to an untied
+                `output_projection` explicitly. Keras' JAX trainer runs the model's
+                `call` through `stateless_call`, not `__call__`, so no outer call
+                sets `training` for a sublayer the model calls itself; a float8
+                projection then ran as in inference in `fit`, gave its scales and
+                amax histories no update, and JAX's zero "gradients" overwrote them
+                with zeros (the blocks get `training` and pass it on).
         """
         context = context_or_default(context)
         if self.config.tie_embeddings:
             return self.token_embedding.project(hidden, context)
-        return context.call(self.output_projection, hidden)
+        return context.call(self.output_projection, hidden, training=training)
 
     # --- training defaults ---------------------------------------------------
     def training_recipe(self):
@@ -305,7 +312,9 @@ class TransformerModel(keras.Model):
                 cross-entropy that ignores `pad_id`.
             metrics: a list of metrics, or `"auto"` for masked accuracy and
                 perplexity.
-            **kwargs: any other `keras.Model.compile` argument.
+            **kwargs: any other `keras.Model.compile` argument. `jit_compile` is
+                saved as given: `"auto"` (the default) stays `"auto"` in the saved
+                compile config, for the loading backend to resolve.
         """
         recipe = self.training_recipe()
         super().compile(
@@ -314,6 +323,9 @@ class TransformerModel(keras.Model):
             metrics=recipe["metrics"] if _is_auto(metrics) else metrics,
             **kwargs,
         )
+        # Keras keeps (and saves) jit_compile as this backend resolved "auto": see
+        # get_compile_config.
+        self._jit_compile_asked = kwargs.get("jit_compile", "auto")
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             *args, **kwargs):
@@ -392,7 +404,14 @@ class TransformerModel(keras.Model):
 
     def get_compile_config(self):
         # The optimizer under its public name, so that a file saved on torch loads anywhere.
-        return backend_neutral(super().get_compile_config())
+        config = backend_neutral(super().get_compile_config())
+        # jit_compile as asked: Keras saves "auto" resolved for the saving backend (True on
+        # JAX, False on torch and on TensorFlow without a GPU), and a JAX file then loaded
+        # on torch with jit_compile=True, which sends predict and generate through
+        # torch.compile. "auto" lets the loading backend resolve it.
+        if config and _is_auto(getattr(self, "_jit_compile_asked", None)):
+            config["jit_compile"] = "auto"
+        return config
 
     def compile_from_config(self, config):
         # Restores the compiled state of a saved model through our compile().

@@ -83,3 +83,22 @@ def test_compiled_sampling_matches_eager_over_vocabularies_batches_and_samplers(
     got = compiled.generate(prompts, max_new_tokens=5, sampler=sampler)
     np.testing.assert_array_equal(got, want)
     assert compilations(compiled) == 1
+
+
+@pytest.mark.parametrize("mode", ["int8", "float8"])
+def test_int8_and_float8_models_decode_eagerly_with_jit_compile(mode):
+    """Keras' int8 and float8 layers quantize their inputs on each call, which Dynamo cannot
+    trace in one graph (`compiled.UNTRACEABLE_MODES`): `generate` failed with Dynamo's
+    "Unsupported hasattr call" (a float8 file saved on JAX loaded with jit_compile=True). It
+    decodes eagerly, with a warning: the same beams as the eager model."""
+    eager, compiled = _twins(lambda: kt.EncoderDecoder.from_preset(
+        "transformer_tiny", vocab_size=VOCAB, num_layers=1, d_model=16, num_heads=2, d_ff=16))
+    eager.quantize(mode)
+    compiled.quantize(mode)
+    source = np.random.default_rng(2).integers(4, VOCAB, size=(2, 5))
+    want = eager.generate(source, beam_size=2, max_length=5, num_return=2)
+    with pytest.warns(RuntimeWarning, match=f"decodes eagerly.*{mode}"):
+        got = compiled.generate(source, beam_size=2, max_length=5, num_return=2)
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)
+    assert compilations(compiled) == 1  # the eager loop, built once: no torch.compile graph

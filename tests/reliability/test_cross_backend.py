@@ -1,39 +1,65 @@
 """What this backend saves, the two others load in safe mode and run to the same outputs.
 
-Fifteen `.keras` files travel: both model families compiled with each recipe (the paper's Adam,
+Twenty `.keras` files travel: both model families compiled with each recipe (the paper's Adam,
 GPT's AdamW) after a step of `fit`, whose optimizer and its state must load too; both model
 families twice (logits to 1e-5, with padding): the
 2017 and GPT-3 toggles, then LLaMA's (rotary positions, RMSNorm, SwiGLU, no biases,
 grouped-query attention, pre-LN) and a post-LN encoder-decoder with the other new toggles
-(ALiBi, RMSNorm, GEGLU, no biases, multi-query attention, qk-norm); a model quantized in each
-mode Keras 3.15 offers, int8, int4, float8, GPTQ and AWQ (logits to 1e-5 of the quantized
-model's own, and the same token ids from greedy `generate`); and both tasks (the same strings
-from beam search and from greedy generation).
+(ALiBi, RMSNorm, GEGLU, no biases, multi-query attention, qk-norm); both model families
+quantized in each mode Keras 3.15 offers, int8, int4, float8, GPTQ and AWQ (ten files); and both
+tasks (the same strings from beam search and from greedy generation).
 
-The quantized models are of width 16 with one block a stack (tests/calibrated_zoo.py's; GPTQ
-and AWQ calibrated on 8 windows of ids, in groups of 8 weights) and split the modes so that each
-family has a mode that quantizes weights and inputs at every call and one that Keras calibrates
-on data: the LLaMA-toggle `DecoderOnly` in int8 (its token embedding too) and in GPTQ (4-bit
-weights with zero points and group indices, through grouped-query attention's fused `qkv` and
-SwiGLU); the `EncoderDecoder` in int4 (packed 4-bit weights; the tied embedding, hence the
-output projection, too), in AWQ (4-bit weights with per-input scales, the decoder's
-cross-attention calibrated on the encoder's output) and in float8. Float8 keeps a float kernel
-with scales and amax histories and casts inputs and kernel to each backend's own
-`float8_e4m3fn` at every call; it goes on the encoder-decoder, whose blocks cast the most kinds
-of input (source, target, and the encoder's memory in cross-attention).
+The quantized models are the LLaMA-toggle `DecoderOnly` (int8 and int4 quantize its token
+embedding too; GPTQ's 4-bit weights with zero points and group indices go through
+grouped-query attention's fused `qkv` and SwiGLU) and the post-LN `EncoderDecoder` (the tied
+embedding, hence the output projection, in int8 and int4; AWQ and GPTQ calibrate the decoder's
+cross-attention on the encoder's output; float8 casts source, target and the encoder's memory),
+of tests/calibrated_zoo.py: width 16, one block a stack, d_ff 16 (JAX compiles each eager step
+of GPTQ's column loop: 16 columns, not 32). Their weights are a seeded NumPy draw (`_drawn`),
+the same under every backend: Keras' initial weights make the untrained `EncoderDecoder` emit
+one token over and over, whatever the source, and a check of generated ids would check
+nothing. Each file's item carries the saving model's quantized layers
+(`calibrated_zoo.quantized_layers`), checked here to be some and all of the item's mode (Keras'
+`quantize` turns a layer's `NotImplementedError` into a warning: a mode that quantized nothing
+would leave a float model) and checked equal in the loaded model. The loader then compares
+every weight to the saved model's, exactly (quantized and packed kernels, scales, zero points,
+amax histories), the logits to 1e-5 of the quantized model's own largest logit (or 1e-5 where
+that is below 1: JAX's compiled and eager logits of the GPTQ `EncoderDecoder`, largest 5.44,
+differ by 3.2e-5 on one backend, the attention's large scores amplifying float32 rounding),
+and beam search's two best
+hypotheses (`beam_size=2`, `num_return=2`): the same ids, scores to 1e-5; the best hypotheses
+here must differ between prompts and repeat no token in one row at least (not degenerate).
+Both float8 models train two steps of `fit` after `quantize`: Keras updates the scales and amax
+histories only in training (the second step's scales from the first step's histories), and this
+test checks that every scale left 1 and is positive, so the file carries values a load could
+not make up (the loaders compare the amax histories too); the LLaMA model's untied output
+projection among them (on JAX it once got scales of 0: `logits` did not pass `training` to it,
+see `TransformerModel.logits`). A file compiled on JAX saves `jit_compile="auto"`, which torch
+resolves to eager (Keras saved JAX's True, and torch's `generate` tried to compile the float8
+layers). GPTQ and AWQ calibrate on 8 windows of ids in groups of 8 weights, two a row of width
+16: groups that small have weights all of one sign by chance (with 1/128 of probability each,
+several in these models), which Keras' grid gives a zero point that does not fit its `uint8`
+and which `calibration_stages.zero_points_in_range` repairs, so the files carry repaired zero
+points (larger groups made them rare).
 
-Each other backend loads all of them in one subprocess, started before anything is saved: it
-imports its framework, then loads each file as the manifest lists it (a JSON line a file, then
-`null`) while this process quantizes, trains and saves the next ones. So each run of the suite
-pays two interpreter starts, not fifteen, mostly while it saves. On JAX, the logits (here and in
-a loader) come from `predict`, one compiled forward pass, not from an eager call, which
-compiles each op. Every backend both saves (its own run) and loads (the two other runs).
+Each other backend loads all of them in one subprocess (`cross_backend_loader.py`, run by
+path, from which this test imports the functions that compute what it expects), started
+before anything is saved: it imports its framework, then loads each file as the manifest lists
+it (a JSON line a file, then `null`) while this process quantizes, trains and saves the next
+ones. So each run of the suite pays two interpreter starts, not twenty, mostly while it saves.
+A loader exits when this process dies and fails after 300 s without a new manifest line; both
+share one deadline here. On JAX, the logits (here and in a loader) come from `predict`, one
+compiled forward pass, not from an eager call, which compiles each op. Every backend both saves
+(its own run) and loads (the two other runs); all differences are collected, then reported
+together.
 """
 
 import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -41,82 +67,22 @@ from keras import ops
 
 import keras_transformer as kt
 from calibrated_zoo import calibrate
+from calibrated_zoo import quantized_layers
 from calibrated_zoo import tiny_llama
 from calibrated_zoo import tiny_translator
+from cross_backend_loader import hypotheses
+from cross_backend_loader import logits as _logits
+from cross_backend_loader import weights
+
+LOADER = Path(__file__).with_name("cross_backend_loader.py")
+DEADLINE = 600  # seconds, for both loaders together, after the last file is saved
+SEED = 0  # of the quantized models' weights: beam search is not degenerate for any of them
 
 BACKENDS = ("tensorflow", "jax", "torch")
 CORPUS = ["Open the file", "Datei öffnen", "Cannot open %s: %s", "Kann %s nicht öffnen: %s",
           "def parse(text):", "    return text.split()", "Save all files", "Alle Dateien"]
 MESSAGES = ["Open the file", "  Cannot open %s: %s\n", "\tCopy {0} to {1}?\n\n", ""]
 PROMPTS = ["def parse(", "", "    return text.split() and more words"]
-
-_LOAD_SCRIPT = """
-import json, sys, time
-import numpy as np
-import keras
-from keras import ops
-import keras_transformer  # registers the classes; no custom_objects below
-assert keras.backend.backend() == sys.argv[1], keras.backend.backend()
-
-
-def logits(model, inputs):  # as _logits below
-    if keras.backend.backend() == "jax":
-        return model.predict(inputs, verbose=0)
-    return ops.convert_to_numpy(model(inputs))
-
-
-def manifest(path):
-    # The items as the saving process appends them, a JSON line each, then `null`.
-    deadline, pending = time.monotonic() + 1800, ""
-    with open(path) as lines:
-        while time.monotonic() < deadline:
-            pending += lines.readline()
-            if not pending.endswith("\\n"):  # the saving process has not written it yet
-                time.sleep(0.05)
-                continue
-            item, pending = json.loads(pending), ""
-            if item is None:
-                return
-            yield item
-    raise TimeoutError("the manifest did not end")
-
-
-results = {}
-for item in manifest(sys.argv[2]):
-    try:  # each file on its own: one failure does not hide the others
-        loaded = keras.saving.load_model(item["path"], safe_mode=True)
-        if "optimizer" in item:  # a compiled model: its optimizer and state came along
-            with np.load(item["optimizer"]) as saved:
-                expected = [saved[f"arr_{i}"] for i in range(len(saved.files))]
-            state = [ops.convert_to_numpy(v) for v in loaded.optimizer.variables]
-            assert type(loaded.optimizer).__name__ == item["optimizer_cls"], loaded.optimizer
-            assert len(state) == len(expected), (len(state), len(expected))
-            got = max(float(np.abs(a - b).max()) for a, b in zip(state, expected))
-        elif "arrays" in item:
-            arrays = dict(np.load(item["arrays"]))
-            expected = arrays.pop("__expected__")
-            prompt = arrays.pop("__prompt__", None)
-            inputs = arrays.pop("__ids__") if "__ids__" in arrays else arrays
-            got = logits(loaded, inputs)
-            assert got.shape == expected.shape, (got.shape, expected.shape)
-            got = float(np.abs(got - expected).max())
-            if prompt is not None:  # and its greedy ids
-                got = [got, np.asarray(loaded.generate(prompt, **item["generate"])).tolist()]
-        else:
-            got = getattr(loaded, item["method"])(*item["args"], **item["kwargs"])
-        results[item["name"]] = [type(loaded).__name__, got]
-    except Exception as error:
-        results[item["name"]] = ["error", repr(error)]
-print("RESULT " + json.dumps(results))
-"""
-
-
-def _logits(model, inputs):
-    """The model's logits: on JAX through `predict`, which compiles the forward pass once (JAX
-    compiles each eager op on first use: four times as long for these models)."""
-    if keras.backend.backend() == "jax":
-        return model.predict(inputs, verbose=0)
-    return ops.convert_to_numpy(model(inputs))
 
 
 def _padded_ids(rng, shape, vocab):
@@ -127,27 +93,122 @@ def _padded_ids(rng, shape, vocab):
 
 
 def _saved_models(folder, models):
-    """Saves each model and the arrays its loader reads: inputs, logits, and a prompt.
+    """Saves each model and the arrays its loader reads: its inputs and logits.
 
     Args:
         folder: where the files go.
-        models: `{name: (model, inputs)}` or `{name: (model, inputs, prompt, generate's
-            keyword arguments)}`.
+        models: `{name: (model, inputs)}`.
 
     Yields:
-        `(manifest item, expected output)`: the generated ids where there is a prompt.
+        `(manifest item, None)`.
     """
-    for name, (model, inputs, *generation) in models.items():
+    for name, (model, inputs) in models.items():
         path, arrays = str(folder / f"{name}.keras"), str(folder / f"{name}.npz")
         model.save(path)
         named = dict(inputs) if isinstance(inputs, dict) else {"__ids__": inputs}
-        item, expected = dict(name=name, cls=type(model).__name__, path=path, arrays=arrays), 0.0
-        if generation:  # the loaded model generates from the prompt too: the same ids
-            prompt, item["generate"] = generation
-            named["__prompt__"] = np.asarray(prompt, "int32")
-            expected = np.asarray(model.generate(named["__prompt__"], **item["generate"])).tolist()
         np.savez(arrays, __expected__=_logits(model, inputs), **named)
-        yield item, expected
+        yield dict(name=name, cls=type(model).__name__, path=path, arrays=arrays), None
+
+
+def _drawn(model, seed, gain, embedding_std):
+    """`model` with weights drawn in NumPy from `seed`, the same under every backend: normal,
+    of standard deviation `embedding_std` for the token embedding and `gain` / sqrt(inputs) for
+    a kernel (norms and biases keep their ones and zeros). With Keras' initial weights the
+    residual stream carries the input token to the tied output projection, and the untrained
+    `EncoderDecoder` emits the token it read over and over, whatever the source: its kernels
+    get a gain of 3, the LLaMA model's 1 (larger activations there put float32 rounding of the
+    logits above 1e-5 between backends)."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        if len(variable.shape) >= 2:
+            std = (embedding_std if variable.path.endswith("embeddings")
+                   else gain / variable.shape[0] ** 0.5)
+            variable.assign(rng.normal(scale=std, size=variable.shape).astype(variable.dtype))
+    return model
+
+
+def _quantized_models(seed=SEED):
+    """Yields `(name, model, mode, inputs, prompt, generate's arguments)` for each mode and
+    family, quantized (and the float8 ones trained two steps): beam search from prompts without
+    padding (these LLaMA models have no pad_id) or from padded sources."""
+    rng = np.random.default_rng(1)
+    decoder_ids, decode = _padded_ids(rng, (4, 8), 64), dict(max_new_tokens=4)
+    translator_ids = {"source": _padded_ids(rng, (4, 7), 64),
+                      "target": _padded_ids(rng, (4, 6), 64)}
+    translate = dict(max_length=5)
+    prompt, source_prompt = rng.integers(1, 64, size=(3, 3)), translator_ids["source"][:3]
+    for mode in ("int8", "int4", "float8", "gptq", "awq"):
+        norm = "rms" if mode == "int4" else "layer"  # RMSNorm in one translator
+        families = {  # name -> (model, its weights' gain and embedding_std, inputs, ...)
+            "LlamaDecoderOnly": (tiny_llama(num_layers=1, d_ff=16), (1, 0.25), decoder_ids,
+                                 prompt, decode),
+            "EncoderDecoder": (tiny_translator(d_ff=16, norm=norm), (3, 0.5), translator_ids,
+                               source_prompt, translate),
+        }
+        for family, (model, draw, inputs, family_prompt, arguments) in families.items():
+            name = f"{mode.capitalize()}{family}"
+            model = _drawn(model, seed, *draw)
+            if mode in kt.models.calibration_stages.CALIBRATED_MODES:
+                calibrate(model, mode, group_size=8)  # the same windows in every process
+            else:
+                model.quantize(mode)
+            if mode == "float8":  # see the module's docstring
+                stale = _trained_float8_steps(model, inputs)
+                assert not stale, f"{name}: float8 variables kept their initial values: {stale}"
+            yield (name, model, mode, inputs, family_prompt,
+                   dict(arguments, beam_size=2, num_return=2))
+
+
+def _trained_float8_steps(model, inputs):
+    """Two steps of `fit`: Keras updates float8 scales and amax histories only in training,
+    the second step's scales from the amax histories of the first.
+
+    Returns:
+        The paths of the float8 scales that kept their initial value, 1, or are not positive:
+        none, when training filled the amax histories and computed scales from them.
+    """
+    model.compile(optimizer=keras.optimizers.SGD(0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    labels = inputs["target"] if isinstance(inputs, dict) else inputs
+    model.fit(inputs, np.roll(labels, -1, axis=1), batch_size=len(labels) // 2, epochs=1,
+              verbose=0, shuffle=False)
+    return [variable.path for layer in model._flatten_layers()
+            if layer.quantization_mode == "float8" for variable in layer.weights
+            if variable.name.endswith("_scale")
+            and (np.all(ops.convert_to_numpy(variable) == 1)
+                 or not np.all(ops.convert_to_numpy(variable) > 0))]
+
+
+def _degenerate(ids, width):
+    """Whether the best hypotheses' generated tokens (the last `width` of each row) are the
+    same for every prompt or one token repeated in every row."""
+    best = [tuple(row[-width:]) for row in np.asarray(ids)[:, 0]]
+    return not (len(set(best)) > 1 and any(len(set(row)) > 1 for row in best))
+
+
+def _saved_quantized(folder, name, model, mode, inputs, prompt, arguments):
+    """Saves a quantized model and what its loader reads: its inputs, logits, prompt, its
+    weights, and its quantized layers in the manifest item.
+
+    Yields:
+        `(manifest item, beam search's hypotheses as `cross_backend_loader.hypotheses` gives
+        them)`.
+    """
+    quantized = quantized_layers(model)
+    assert quantized and set(quantized.values()) == {mode}, (name, quantized)
+    path, arrays = str(folder / f"{name}.keras"), str(folder / f"{name}.npz")
+    model.save(path)
+    named = dict(inputs) if isinstance(inputs, dict) else {"__ids__": inputs}
+    prompt = np.asarray(prompt, "int32")
+    np.savez(arrays, __expected__=_logits(model, inputs), __prompt__=prompt, **named)
+    saved = weights(model)
+    np.savez(str(folder / f"{name}.weights.npz"), *saved.values())
+    expected = hypotheses(model, prompt, arguments)
+    width = arguments.get("max_new_tokens") or arguments["max_length"]
+    assert not _degenerate(expected["ids"], width), (name, expected["ids"])
+    yield dict(name=name, cls=type(model).__name__, path=path, arrays=arrays, mode=mode,
+               quantized=quantized, weights=str(folder / f"{name}.weights.npz"),
+               weight_paths=list(saved), generate=arguments), expected
 
 
 def _artifacts(folder):
@@ -173,33 +234,9 @@ def _artifacts(folder):
         "ToggledEncoderDecoder": (toggled, {"source": source, "target": target}),
     }
     yield from _saved_models(folder, models)
-    # Quantized in each mode (see the module's docstring), those quick to quantize first:
-    # logits, then greedy ids from prompts without padding (these LLaMA models have no pad_id)
-    # or from padded sources. Width 16, d_ff 16 (JAX compiles each eager step of GPTQ's column
-    # loop: 16 columns, not 32), one block (a stack of each); groups of 8 weights, two a row.
-    decoder_ids, decode = _padded_ids(rng, (4, 8), 64), {"max_new_tokens": 4}
-    translator_ids = {"source": _padded_ids(rng, (4, 7), 64),
-                      "target": _padded_ids(rng, (4, 6), 64)}
-    translate = {"beam_size": None, "max_length": 5}
-    prompt, source_prompt = rng.integers(1, 64, size=(2, 3)), translator_ids["source"][:3]
-    quantized = [  # (name, model, mode, inputs, prompt, generate's arguments)
-        ("Int8LlamaDecoderOnly", tiny_llama(num_layers=1, d_ff=16), "int8", decoder_ids, prompt,
-         decode),
-        ("Int4EncoderDecoder", tiny_translator(norm="rms", d_ff=16), "int4", translator_ids,
-         source_prompt, translate),
-        ("Float8EncoderDecoder", tiny_translator(d_ff=16), "float8", translator_ids,
-         source_prompt, translate),
-        ("GptqLlamaDecoderOnly", tiny_llama(num_layers=1, d_ff=16), "gptq", decoder_ids, prompt,
-         decode),
-        ("AwqEncoderDecoder", tiny_translator(d_ff=16), "awq", translator_ids, source_prompt,
-         translate),
-    ]
-    for name, model, mode, *arrays_and_generation in quantized:
-        if mode in kt.models.calibration_stages.CALIBRATED_MODES:
-            calibrate(model, mode, group_size=8)
-        else:
-            model.quantize(mode)
-        yield from _saved_models(folder, {name: (model, *arrays_and_generation)})
+    # Quantized in each mode (see the module's docstring), those quick to quantize first.
+    for name, *quantized in _quantized_models():
+        yield from _saved_quantized(folder, name, *quantized)
     # Compiled with each recipe and trained a step: the file carries the optimizer's state.
     recipes = {"paper": kt.training.paper_recipe, "gpt": kt.training.gpt_recipe}
     for family, inputs in ((kt.EncoderDecoder, {"source": source, "target": target}),
@@ -234,11 +271,49 @@ def _start_loader(backend, manifest, folder):
     and .err (files, not pipes: nothing reads them until it ends)."""
     with (folder / f"{backend}.out").open("w") as out, (folder / f"{backend}.err").open("w") as err:
         return subprocess.Popen(
-            [sys.executable, "-c", _LOAD_SCRIPT, backend, str(manifest)],
+            [sys.executable, str(LOADER), backend, str(manifest), str(os.getpid())],
             env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
                      OMP_NUM_THREADS="1"),
             stdout=out, stderr=err, text=True,
         )
+
+
+def _differences(here, backend, items, results):
+    """What the loader of `backend` got that differs from what this backend expected."""
+    failures = []
+    for item, expected in items:
+        name, where = item["name"], f"{here} -> {backend}: {item['name']}"
+        loaded_as, got = results.get(name, ["missing", "no result"])
+        if loaded_as != item["cls"]:
+            failures.append(f"{where} loaded as {loaded_as}: {got}")
+        elif "optimizer" in item:
+            if got > 1e-6:
+                failures.append(f"{where} optimizer state differs by {got}")
+        elif "arrays" not in item:
+            if got != expected:
+                failures.append(f"{where} gives {got}, not {expected}")
+        else:
+            if "mode" not in item:
+                if got["logits"] > 1e-5:
+                    failures.append(f"{where} logits differ by {got['logits']}")
+                continue
+            with np.load(item["arrays"]) as arrays:
+                tolerance = 1e-5 * max(1.0, float(np.abs(arrays["__expected__"]).max()))
+            if got["logits"] > tolerance:
+                failures.append(f"{where} logits differ by {got['logits']} (> {tolerance})")
+            if got["quantized"] != item["quantized"]:
+                failures.append(f"{where} quantized layers {got['quantized']}, saved "
+                                f"{item['quantized']}")
+            if got["weights_differ"]:
+                failures.append(f"{where} weights differ: {got['weights_differ']}")
+            generated = got["generated"]
+            if generated["ids"] != expected["ids"]:
+                failures.append(f"{where} generates {generated['ids']}, not {expected['ids']}")
+            scores = np.abs(np.subtract(generated["scores"], expected["scores"])).max()
+            if not scores <= 1e-5:
+                failures.append(f"{where} scores differ by {scores}: {generated['scores']}, "
+                                f"not {expected['scores']}")
+    return failures
 
 
 def test_files_saved_here_give_the_same_outputs_under_the_other_backends(tmp_path):
@@ -249,7 +324,7 @@ def test_files_saved_here_give_the_same_outputs_under_the_other_backends(tmp_pat
     # while this process quantizes, trains and saves.
     running = {backend: _start_loader(backend, manifest, tmp_path)
                for backend in BACKENDS if backend != here}
-    items = []
+    items, timed_out = [], []
     try:
         with manifest.open("a") as lines:
             for item, expected in _artifacts(tmp_path):
@@ -257,27 +332,33 @@ def test_files_saved_here_give_the_same_outputs_under_the_other_backends(tmp_pat
                 lines.flush()
                 items.append((item, expected))
             lines.write("null\n")
-        for process in running.values():
-            process.wait(timeout=600)
+        deadline = time.monotonic() + DEADLINE  # one for both loaders
+        for backend, process in running.items():
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                timed_out.append(backend)
     finally:  # a failure here leaves no loader waiting for the rest of the manifest
         for process in running.values():
             if process.poll() is None:
                 process.kill()
+                process.wait()
+    failures = []
     for backend, process in running.items():
         stdout, stderr = ((tmp_path / f"{backend}.{end}").read_text() for end in ("out", "err"))
-        assert process.returncode == 0, f"{here} -> {backend}:\n{stderr[-3000:]}"
-        line = [x for x in stdout.splitlines() if x.startswith("RESULT ")][-1]
-        results = json.loads(line[len("RESULT "):])
-        for item, expected in items:
-            name = item["name"]
-            loaded_as, got = results[name]
-            assert loaded_as == item["cls"], (here, backend, name, got)
-            if "generate" in item:
-                got, generated = got
-                assert generated == expected, f"{here} -> {backend}: {name} generates {generated}"
-            if "arrays" in item:
-                assert got <= 1e-5, f"{here} -> {backend}: {name} logits differ by {got}"
-            elif "optimizer" in item:
-                assert got <= 1e-6, f"{here} -> {backend}: {name} optimizer state differs by {got}"
-            else:
-                assert got == expected, (here, backend, name)
+        if backend in timed_out:
+            failures.append(f"{here} -> {backend}: no result within {DEADLINE} s; its stderr "
+                            f"ends:\n{stderr[-3000:]}")
+            continue
+        if process.returncode != 0:
+            failures.append(f"{here} -> {backend} exited with {process.returncode}:\n"
+                            f"{stderr[-3000:]}")
+            continue
+        lines = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
+        if not lines:
+            failures.append(f"{here} -> {backend} printed no RESULT line; its stdout ends:\n"
+                            f"{stdout[-3000:]}\nits stderr ends:\n{stderr[-3000:]}")
+            continue
+        results = json.loads(lines[-1][len("RESULT "):])
+        failures += _differences(here, backend, items, results)
+    assert not failures, "\n".join(failures)
