@@ -44,7 +44,8 @@ TEST_ENV = OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_I
 	JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=-1
 test: $(STAMP)
 	@status=0; cache=$$(mktemp -d); trap 'rm -rf "$$cache"' EXIT; for backend in $(BACKENDS); do \
-		if [ "$$backend" = "$(SLOW_BACKEND)" ]; then marks=""; else marks="not slow"; fi; \
+		if [ "$$backend" = "$(SLOW_BACKEND)" ]; then marks=""; \
+		else marks="not slow and not backend_independent"; fi; \
 		echo "=== KERAS_BACKEND=$$backend $${marks:+(-m '$$marks')}"; \
 		$(TEST_ENV) JAX_COMPILATION_CACHE_DIR="$$cache" KERAS_BACKEND=$$backend \
 			$(PY) -m pytest -q -n $(WORKERS) --dist worksteal -m "$$marks" || status=1; \

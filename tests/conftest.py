@@ -84,6 +84,18 @@ LONG_TESTS = {
 }
 
 
+# The .po reader, the format-string checks and the catalog logic (`keras_transformer.messages`,
+# and its tests with fake translators) never reach Keras: the same Python under every backend
+# (tests/messages/test_no_backend.py keeps it so). Marked `backend_independent`: `make test`
+# runs them in one backend's pass (`make test-all` in every pass).
+BACKEND_INDEPENDENT = ("tests/messages/", "keras_transformer/messages/")
+
+
+def pytest_itemcollected(item):  # before `-m` selects
+    if item.nodeid.startswith(BACKEND_INDEPENDENT):
+        item.add_marker(pytest.mark.backend_independent)
+
+
 def _expected_seconds(item):
     return max((seconds for prefix, seconds in LONG_TESTS.items()
                 if item.nodeid.startswith(prefix)), default=0)
