@@ -24,8 +24,9 @@ convention for torch, `model.jit_compile`:
   and prompt length of a setting. The prefill and the loop's first test
   stay eager. Compiling takes seconds (about 17 s for the tiny benchmark
   model on a 2-core CPU), which pays off over many tokens and calls.
-  A model with int8 or float8 layers decodes eagerly all the same, with a
-  warning (`UNTRACEABLE_MODES`).
+  A model with float8 or int8 layers, or layers that quantize their
+  activations, decodes eagerly all the same, with a warning
+  (`untraceable_layers`).
 """
 
 import contextlib
@@ -51,18 +52,36 @@ kernels compute the same, for every setting (greedy and beam search too, whose s
 a CPU this may lower); CUDA kernels (Triton) do not read this setting.
 """
 
-UNTRACEABLE_MODES = ("int8", "float8")
-"""Quantization modes whose Keras layers `torch.compile` cannot trace in one graph.
 
-Their quantized calls quantize the activations on every call, and Dynamo (torch 2.13.0)
-stops inside Keras' torch ops there (Keras 3.15.1): `ops.max` reads
-`getattr(result, "values", None)` off a tensor (int8's `abs_max_quantize`; float8's
-amax history), and float8's `quantize_and_dequantize` compares `ml_dtypes` dtypes
-("Dynamo cannot determine the equality comparison"). The decode pass is compiled with
-`fullgraph=True`, so such a model's `generate` failed with Dynamo's "Observed exception"
-or "Unsupported hasattr call". It decodes eagerly instead: the same tokens. int4, GPTQ
-and AWQ layers (weights dequantized, activations as they are) compile.
-"""
+def untraceable_layers(model):
+    """What in `model` `torch.compile` cannot trace in one graph: `["float8", "int8",
+    "int4 (activations quantized)"]` or a part of it, empty for a model it can.
+
+    Dynamo (torch 2.13.0) stops inside Keras' (3.15.1) float8 and int8 layers, and in any
+    quantized layer that quantizes its activations on every call (an `inputs_quantizer`, as
+    int4 has when asked): `ops.max` reads `getattr(result, "values", None)` off a tensor
+    (`abs_max_quantize`; float8's amax history), float8's `quantize_and_dequantize` compares
+    `ml_dtypes` dtypes ("Dynamo cannot determine the equality comparison"), and int8 fails
+    even without an activation quantizer. The decode pass is compiled with `fullgraph=True`,
+    so such a model's `generate` failed with Dynamo's "Observed exception" or "Unsupported
+    hasattr call"; it decodes eagerly instead, the same tokens. int4 (Keras' default: weights
+    only), GPTQ and AWQ layers compile (tests/generation/test_torch_compiled_decode.py).
+
+    Args:
+        model: a Keras model.
+
+    Returns:
+        The sorted kinds of such layers.
+    """
+    kinds = set()
+    for layer in model._flatten_layers():
+        mode = layer.quantization_mode
+        if mode in ("float8", "int8"):
+            kinds.add(mode)
+        elif mode and getattr(layer, "inputs_quantizer", None):
+            kinds.add(f"{mode} (activations quantized)")
+    return sorted(kinds)
+
 
 
 class CompiledLoop:
@@ -74,8 +93,8 @@ class CompiledLoop:
     function runs eagerly, with direct sublayer calls unless the model's dtype
     policy autocasts (`mixed_*`; quantized sublayers keep `__call__` too);
     with `model.jit_compile` its decode loop's pass is compiled (see the
-    module docstring), unless the model has layers of an `UNTRACEABLE_MODES`
-    mode. There `traces` counts 1 for the eager function (built
+    module docstring), unless the model has layers `untraceable_layers`
+    names. There `traces` counts 1 for the eager function (built
     once) if it ran, plus each graph `torch.compile` made of the loop's pass:
     one per setting, whatever the seed or prompt lengths.
 
@@ -111,10 +130,6 @@ class CompiledLoop:
         else:
             self._model, self._fn = model, fn
             self._ran_eagerly = False
-            # Quantizing clears a model's loops (`TransformerModel.quantize`): fixed per loop.
-            self._untraceable = sorted({
-                layer.quantization_mode for layer in model._flatten_layers()
-                if layer.quantization_mode in UNTRACEABLE_MODES})
             self._iterate = None  # the compiled loop pass, made on the first compiled run
             self._run = self._run_torch
 
@@ -125,11 +140,12 @@ class CompiledLoop:
     def _run_torch(self, *args):
         iterate = None
         compile_pass = self._model.jit_compile  # read per call, as Keras' fit does
-        if compile_pass and self._untraceable:
+        untraceable = untraceable_layers(self._model) if compile_pass else ()  # per call too
+        if untraceable:
             compile_pass = False
             warnings.warn(
                 f"generate decodes eagerly on torch despite jit_compile=True: torch.compile "
-                f"cannot trace Keras' {' and '.join(self._untraceable)} layers in one graph",
+                f"cannot trace Keras' {' and '.join(untraceable)} layers in one graph",
                 RuntimeWarning, stacklevel=5)
         if compile_pass:
             iterate = self._compiled_iteration()

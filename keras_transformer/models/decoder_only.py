@@ -277,7 +277,7 @@ class DecoderOnly(TransformerModel):
         if caches is None:
             return self.logits(out, training=training)  # (batch, T, vocab)
         hidden, caches = out
-        return self.logits(hidden, context), caches
+        return self.logits(hidden, context, training=training), caches
 
     def input_signature(self):
         """`InputSpec((None, None), "int32")`: token ids of any batch size and length."""

@@ -227,7 +227,7 @@ class EncoderDecoder(TransformerModel):
         if caches is None:
             return self.logits(out, training=training)
         hidden, caches = out
-        return self.logits(hidden, context), caches
+        return self.logits(hidden, context, training=training), caches
 
     def cross_attention_probabilities(self, source_ids, target_ids):
         """Each decoder layer's cross-attention weights, for inspection.

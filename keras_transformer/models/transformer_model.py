@@ -323,9 +323,12 @@ class TransformerModel(keras.Model):
             metrics=recipe["metrics"] if _is_auto(metrics) else metrics,
             **kwargs,
         )
-        # Keras keeps (and saves) jit_compile as this backend resolved "auto": see
-        # get_compile_config.
-        self._jit_compile_asked = kwargs.get("jit_compile", "auto")
+        # jit_compile saved as asked: Keras saves "auto" resolved for the saving backend (True
+        # on JAX, False on torch and on TensorFlow without a GPU), and a JAX file then loaded
+        # on torch with jit_compile=True, which sends predict and generate through
+        # torch.compile. "auto" lets the loading backend resolve it. Keras makes this config
+        # afresh at each compile (keras.Model.compile called directly saves what it saves).
+        self._compile_config.config["jit_compile"] = kwargs.get("jit_compile", "auto")
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             *args, **kwargs):
@@ -404,14 +407,7 @@ class TransformerModel(keras.Model):
 
     def get_compile_config(self):
         # The optimizer under its public name, so that a file saved on torch loads anywhere.
-        config = backend_neutral(super().get_compile_config())
-        # jit_compile as asked: Keras saves "auto" resolved for the saving backend (True on
-        # JAX, False on torch and on TensorFlow without a GPU), and a JAX file then loaded
-        # on torch with jit_compile=True, which sends predict and generate through
-        # torch.compile. "auto" lets the loading backend resolve it.
-        if config and _is_auto(getattr(self, "_jit_compile_asked", None)):
-            config["jit_compile"] = "auto"
-        return config
+        return backend_neutral(super().get_compile_config())
 
     def compile_from_config(self, config):
         # Restores the compiled state of a saved model through our compile().

@@ -6,6 +6,8 @@ prompt lengths in a bucket reuse the graph (Dynamo counts no recompile).
 Compiling with inductor takes seconds, so these tests compile few settings.
 """
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -85,20 +87,64 @@ def test_compiled_sampling_matches_eager_over_vocabularies_batches_and_samplers(
     assert compilations(compiled) == 1
 
 
-@pytest.mark.parametrize("mode", ["int8", "float8"])
-def test_int8_and_float8_models_decode_eagerly_with_jit_compile(mode):
-    """Keras' int8 and float8 layers quantize their inputs on each call, which Dynamo cannot
-    trace in one graph (`compiled.UNTRACEABLE_MODES`): `generate` failed with Dynamo's
-    "Unsupported hasattr call" (a float8 file saved on JAX loaded with jit_compile=True). It
-    decodes eagerly, with a warning: the same beams as the eager model."""
+def _quantized_twins(mode, config=None):
     eager, compiled = _twins(lambda: kt.EncoderDecoder.from_preset(
         "transformer_tiny", vocab_size=VOCAB, num_layers=1, d_model=16, num_heads=2, d_ff=16))
-    eager.quantize(mode)
-    compiled.quantize(mode)
+    for model in (eager, compiled):
+        model.quantize(mode, config=config)
+    return eager, compiled
+
+
+def _int4_with_activations():
+    return keras.quantizers.Int4QuantizationConfig(
+        block_size=-1, activation_quantizer=keras.quantizers.AbsMaxQuantizer(axis=-1))
+
+
+@pytest.mark.parametrize("mode,config,kind", [
+    ("int8", None, "int8"),
+    ("int8", lambda: keras.quantizers.Int8QuantizationConfig(activation_quantizer=None), "int8"),
+    ("float8", None, "float8"),
+    ("int4", _int4_with_activations, r"int4 \(activations quantized\)"),
+])
+def test_models_dynamo_cannot_trace_decode_eagerly_with_jit_compile(mode, config, kind):
+    """Keras' float8 and int8 layers, and layers that quantize their activations, run code
+    Dynamo cannot trace in one graph (`compiled.untraceable_layers`): `generate` failed with
+    Dynamo's "Unsupported hasattr call" (a float8 file saved on JAX loaded with
+    jit_compile=True). It decodes eagerly, with a warning: the same beams as the eager model."""
+    eager, compiled = _quantized_twins(mode, config and config())
     source = np.random.default_rng(2).integers(4, VOCAB, size=(2, 5))
     want = eager.generate(source, beam_size=2, max_length=5, num_return=2)
-    with pytest.warns(RuntimeWarning, match=f"decodes eagerly.*{mode}"):
+    with pytest.warns(RuntimeWarning, match=f"decodes eagerly.*{kind}"):
         got = compiled.generate(source, beam_size=2, max_length=5, num_return=2)
     np.testing.assert_array_equal(got.ids, want.ids)
     np.testing.assert_array_equal(got.scores, want.scores)
     assert compilations(compiled) == 1  # the eager loop, built once: no torch.compile graph
+
+
+def test_a_model_quantized_after_compiled_decoding_decodes_eagerly():
+    # Read per call: a layer quantized by itself leaves the model's loops in place.
+    eager, compiled = _twins(lambda: kt.EncoderDecoder.from_preset(
+        "transformer_tiny", vocab_size=VOCAB, num_layers=1, d_model=16, num_heads=2, d_ff=16))
+    source = np.random.default_rng(2).integers(4, VOCAB, size=(2, 5))
+    compiled.generate(source, beam_size=2, max_length=5)
+    assert compilations(compiled) == 1  # a torch.compile graph of the float model
+    for model in (eager, compiled):
+        model.decoder_blocks[0].feed_forward.inner.quantize("float8")
+    want = eager.generate(source, beam_size=2, max_length=5)
+    with pytest.warns(RuntimeWarning, match="decodes eagerly.*float8"):
+        got = compiled.generate(source, beam_size=2, max_length=5)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_int4_models_decode_compiled():
+    """int4's default (weights only) traces: one graph, the eager beams, no warning."""
+    eager, compiled = _quantized_twins("int4")
+    assert not kt.generation.compiled.untraceable_layers(compiled)
+    source = np.random.default_rng(2).integers(4, VOCAB, size=(2, 5))
+    want = eager.generate(source, beam_size=2, max_length=5, num_return=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = compiled.generate(source, beam_size=2, max_length=5, num_return=2)
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_allclose(got.scores, want.scores, atol=1e-5)
+    assert compilations(compiled) == 1  # one torch.compile graph, no eager run

@@ -50,6 +50,16 @@ def test_an_explicit_jit_compile_is_saved_as_given(jit_compile):
     assert model.get_compile_config()["jit_compile"] is jit_compile
 
 
+def test_a_later_compile_replaces_what_is_saved():
+    # Keras makes the compile config afresh at each compile: one through keras.Model.compile
+    # saves what Keras saves, not what an earlier compile of ours asked for.
+    model = _tiny()
+    model.compile(optimizer="sgd")
+    keras.Model.compile(model, optimizer="sgd", jit_compile=False)
+    assert model.jit_compile is False
+    assert model.get_compile_config()["jit_compile"] is False
+
+
 @pytest.mark.parametrize("family", [kt.DecoderOnly, kt.EncoderDecoder])
 def test_fit_updates_an_untied_float8_output_projection(family):
     """Keras' JAX trainer calls the model's `call` through `stateless_call`, not `__call__`:

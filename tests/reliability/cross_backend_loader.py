@@ -77,6 +77,16 @@ def manifest(path, parent):
             yield item
 
 
+def jit_compile_as_loaded(loaded):
+    """`[loaded.jit_compile, what "auto" gives a model compiled here]` for a compiled model,
+    else None: a file compiled with the default saves "auto", for the loading backend."""
+    if not loaded.compiled:
+        return None
+    plain = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    plain.compile(optimizer="sgd")
+    return [loaded.jit_compile, plain.jit_compile]
+
+
 def _quantized(loaded, item, arrays):
     """What a quantized model's loader reports beside its logits: the loaded model's quantized
     layers, the weights that differ from the saved model's, and beam search's hypotheses."""
@@ -88,6 +98,7 @@ def _quantized(loaded, item, arrays):
         if mine[path].dtype != expected[path].dtype
         or not np.array_equal(mine[path], expected[path]))
     return {"quantized": quantized_layers(loaded), "weights_differ": differ,
+            "jit_compile": jit_compile_as_loaded(loaded),
             "generated": hypotheses(loaded, arrays["__prompt__"], item["generate"])}
 
 
@@ -100,7 +111,8 @@ def load(item):
         state = [ops.convert_to_numpy(v) for v in loaded.optimizer.variables]
         assert type(loaded.optimizer).__name__ == item["optimizer_cls"], loaded.optimizer
         assert len(state) == len(expected), (len(state), len(expected))
-        got = max(float(np.abs(a - b).max()) for a, b in zip(state, expected))
+        got = {"state": max(float(np.abs(a - b).max()) for a, b in zip(state, expected)),
+               "jit_compile": jit_compile_as_loaded(loaded)}
     elif "arrays" in item:
         arrays = dict(np.load(item["arrays"]))
         expected = arrays.pop("__expected__")
