@@ -5,6 +5,7 @@ here are generators that `run_nested` runs, however deep, without Python's recur
 
 import contextlib
 import gc
+import threading
 
 
 def run_nested(call):
@@ -32,21 +33,32 @@ def run_nested(call):
             return value
 
 
+_PAUSES = {"count": 0, "resume": False}  # parses under way, and whether the last one resumes
+_PAUSES_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def collector_paused():
-    """Pauses Python's cyclic garbage collector for the duration (unless it was off already).
+    """Pauses Python's cyclic garbage collector while any parse is under way (unless it was
+    off already), whatever the threads.
 
     A string nested 20,000 levels deep keeps tens of thousands of generators and lists alive
     at once, and its lists of lists as many frozen lists: enough new objects to set off the
     collector's full collections, each of which walks every object of the process (about
     0.25 s each with keras loaded, and 8 of them for `~{` nested 22,500 deep: 5.3 s where the
     parse itself takes 2). The parsers make no garbage cycles but a few (a frozen list whose
-    intersection with itself is itself), which the next collection frees."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    intersection with itself is itself), which the next collection frees. The collector is
+    the process's: the pauses of parses in several threads are counted, and the last one to
+    end turns it back on, if the first found it on."""
+    with _PAUSES_LOCK:
+        if _PAUSES["count"] == 0:
+            _PAUSES["resume"] = gc.isenabled()
+            gc.disable()
+        _PAUSES["count"] += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _PAUSES_LOCK:
+            _PAUSES["count"] -= 1
+            if _PAUSES["count"] == 0 and _PAUSES["resume"]:
+                gc.enable()
