@@ -5,8 +5,8 @@ each way and flat:
 
 Each string is checked as msgfmt --check-format checks an entry whose msgid and msgstr are
 that string (both parsed, then compared). A line gives the seconds, the length, the shape and
-the verdict: None (accepted), a reason, or "unchecked" (nested deeper than msgfmt's stack
-reads: msgfmt crashes there). With BUDGET (seconds), the strings that take longer are marked
+the verdict: None (accepted), a reason, or "unchecked" (gettext's list operations read memory
+they never set: msgfmt's verdict cannot be known). With BUDGET (seconds), the strings that take longer are marked
 and the script exits 1; with WORD, only the shapes whose name holds it are timed.
 
 Three shapes keep the quadratic time of gettext's own algorithm (lists whose neighbouring
@@ -29,7 +29,9 @@ from keras_transformer.messages.po_file import PoEntry
 SIZE = 200_000
 PARSERS = {"lisp-format": lisp.lisp_arguments, "scheme-format": scheme.scheme_arguments,
            "java-format": java.java_arguments}
-DEEPEST = {"lisp-format": 22_500, "scheme-format": 23_500}  # Dialect.max_depth
+# Deeper than msgfmt 0.21 reads on its default 8 MiB stack (22,763 levels of Lisp, 23,814 of
+# Scheme): it judges such strings on a larger stack.
+DEEP = 30_000
 
 
 def nest(depth, opener, inner, closer):
@@ -54,12 +56,12 @@ def repeated(piece, size=SIZE):
 def cases():
     """(flag, name, text) of each shape."""
     rng = random.Random(0)
-    for flag, deepest in DEEPEST.items():
+    for flag in ("lisp-format", "scheme-format"):
         levels = [("~(", "~)"), ("~[", "~]"), ("~:[", "~;~]"), ("~@[", "~]"), ("~{", "~}"),
                   ("~:{", "~}"), ("~@{", "~}")] + [("~<", "~>")] * (flag == "lisp-format")
         for opener, closer in levels:
-            yield flag, f"{opener} nested {deepest:,} deep", nest(deepest, opener, "~a", closer)
-            yield flag, f"{opener} nested to 200 KB (unchecked)", nest_to_size(opener, "~a", closer)
+            yield flag, f"{opener} nested {DEEP:,} deep", nest(DEEP, opener, "~a", closer)
+            yield flag, f"{opener} nested to 200 KB", nest_to_size(opener, "~a", closer)
         for depth in (1_000, 2_000, 4_000):  # quadratic
             yield flag, f"random nesting {depth:,} deep (quadratic)", random_nest(rng, depth,
                                                                                  levels[:4])

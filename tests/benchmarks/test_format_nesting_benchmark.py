@@ -12,7 +12,7 @@ import format_nesting  # noqa: E402
 def test_the_script_times_each_shape_and_says_its_verdict(capsys):
     assert format_nesting.main(word="~( nested") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4  # Lisp and Scheme, as deep as msgfmt reads and to 200 KB
-    assert lines[0].endswith("~( nested 22,500 deep: None")
-    assert lines[1].endswith("~( nested to 200 KB (unchecked): unchecked")
-    assert lines[2].endswith("~( nested 23,500 deep: None")
+    assert len(lines) == 4  # Lisp and Scheme, 30,000 levels deep and to 200 KB
+    assert lines[0].endswith("~( nested 30,000 deep: None")
+    assert lines[1].endswith("~( nested to 200 KB: None")
+    assert lines[2].endswith("~( nested 30,000 deep: None")

@@ -108,12 +108,13 @@ PIECES = {
                       "~'xd", "~+", "~#[", "~1,2,3,4,5a", "~v*", "~w", "~", "~{~a~^, ~}", "~:[no~;~d~]",
                       "~@[~a~]", "~[zero~;one~:;many~]", "~(~a~)", "~:{~a~d~}", "~@{~s~}", "~{~}", "~3,vf"],
 }
-def undefined_in_gettext(parse):
+def undefined_in_gettext(dialect):
     """Whether gettext's Lisp or Scheme parser reads or writes memory it has not set on a
-    string (msgfmt may crash there; our checker leaves it unchecked)."""
+    string, or aborts, before any syntax error (msgfmt may crash there; our checker judges
+    the string's syntax only)."""
     def test(text):
         try:
-            parse(text.partition("\0")[0])
+            lisp.list_arguments(text.partition("\0")[0], dialect)
         except Undefined:
             return True
         except Invalid:
@@ -126,8 +127,8 @@ def undefined_in_gettext(parse):
 # count for a `.*` precision, and writes past it after a numbered `%n:` directive; format-lisp.c
 # and format-scheme.c read and write past their arrays in some iterations (`~{~s ~s~^, ~}`).
 MSGFMT_OVERFLOWS = {"object-pascal-format": lambda text: re.search(r"%[0-9]*:", text) and ".*" in text,
-                    "lisp-format": undefined_in_gettext(lisp.lisp_arguments),
-                    "scheme-format": undefined_in_gettext(scheme.scheme_arguments)}
+                    "lisp-format": undefined_in_gettext(lisp.COMMON_LISP),
+                    "scheme-format": undefined_in_gettext(scheme.GUILE_SCHEME)}
 TEXT = ["a", " b", "c ", "\n", "é", "x y", "50", "", "\0", "٥"]  # NUL ends a C string
 RULES = [None, "nplurals=2; plural=(n != 1);", "nplurals=1; plural=0;", "nplurals=2; plural=n>1;",
          "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
@@ -392,14 +393,16 @@ def test_a_catalog_without_header_and_nul_bytes_are_read_as_msgfmt_reads_them(tm
 
 
 STACK = 8 << 20  # the default stack limit, with which the depths below were measured
+LARGE_STACK = 256 << 20  # enough for msgfmt to read Lisp and Scheme strings 30,000 levels deep
 MEMORY = 4 << 30
 
 
-def _msgfmt_on_stack(path):
-    """msgfmt --check on `path` with 8 MiB of stack: (its exit status, {line: [messages]})."""
+def _msgfmt_on_stack(path, stack=STACK):
+    """msgfmt --check on `path` with `stack` bytes of stack (by default 8 MiB): (its exit
+    status, {line: [messages]})."""
     def limit_stack():
         hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
-        resource.setrlimit(resource.RLIMIT_STACK, (STACK if hard < 0 else min(STACK, hard), hard))
+        resource.setrlimit(resource.RLIMIT_STACK, (stack if hard < 0 else min(stack, hard), hard))
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]  # a runaway msgfmt fails, not the machine
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY if hard < 0 else min(MEMORY, hard), hard))
 
@@ -466,18 +469,17 @@ def _lisp_variants(flag, depth):
 
 @pytest.mark.parametrize("flag,depth", [
     *((flag, depth) for flag in ("lisp-format", "scheme-format")
-      for depth in (99, 100, 101, 150, 1_000, 10_000)),
-    ("lisp-format", 22_500), ("scheme-format", 23_500)])
+      for depth in (99, 100, 101, 150, 1_000, 10_000, 30_000))])
 def test_lisp_and_scheme_nested_deep_are_checked_as_msgfmt_checks_them(tmp_path, flag, depth):
     """Directives nested around the 100 levels where this library used to stop (99, 100, 101,
-    150), 1,000, 10,000 and as deep as msgfmt reads them on its 8 MiB stack
-    (`Dialect.max_depth`): the same verdict and message as msgfmt for a valid translation, one
-    with an invalid directive innermost, one whose innermost closing directive is not the
+    150), 1,000, 10,000, and 30,000 (deeper than msgfmt reads on its default 8 MiB stack: it
+    is given 256 MiB there): the same verdict and message as msgfmt for a valid translation,
+    one with an invalid directive innermost, one whose innermost closing directive is not the
     opening one's, one with an argument too many; none left unchecked."""
     verdicts = []
     for msgid, msgstr in _lisp_variants(flag, depth):
         path = _entry_file(tmp_path, flag, msgid, msgstr)
-        status, theirs = _msgfmt_on_stack(path)
+        status, theirs = _msgfmt_on_stack(path, STACK if depth < 20_000 else LARGE_STACK)
         assert status in (0, 1)  # no crash
         ours = dict(catalog_problems(parse_po(path.read_text(encoding="utf-8"), str(path))))
         assert set(ours) == set(theirs)
@@ -491,20 +493,21 @@ def test_lisp_and_scheme_nested_deep_are_checked_as_msgfmt_checks_them(tmp_path,
     assert verdicts[3] == "format specifications in 'msgid' and 'msgstr' are not equivalent"
 
 
-@pytest.mark.parametrize("flag,judged,crashes", [("lisp-format", 22_500, 23_000),
-                                                 ("scheme-format", 23_500, 24_000)])
-def test_nested_deeper_than_msgfmt_reads_is_left_unchecked(tmp_path, flag, judged, crashes):
-    """msgfmt's parse_upto overflows its stack past about 22,763 levels (Lisp) and 23,814
-    (Scheme): it crashes there, so those entries are left unchecked, not judged; the limit
-    itself is judged (an innermost invalid directive is refused as msgfmt refuses it)."""
-    inner = "~a~J"
-    path = _entry_file(tmp_path, flag, "~a", "~(" * crashes + inner + "~)" * crashes)
+@pytest.mark.parametrize("flag,crashes", [("lisp-format", 23_000), ("scheme-format", 24_000)])
+def test_nested_deeper_than_msgfmts_default_stack_is_judged_as_on_a_larger_one(tmp_path, flag,
+                                                                              crashes):
+    """msgfmt's parse_upto overflows the default 8 MiB stack past about 22,763 levels (Lisp)
+    and 23,814 (Scheme), and judges those strings on a larger stack: so do we, whatever the
+    stack (an innermost invalid directive refused, the same string without it accepted)."""
+    invalid = "~(" * crashes + "~a~J" + "~)" * crashes
+    path = _entry_file(tmp_path, flag, "~a", invalid)
     assert _msgfmt_on_stack(path)[0] < 0  # killed by SIGSEGV
-    assert _our_verdict(path) == (True, None)
-    assert not _judged(flag, "~(" * crashes + inner + "~)" * crashes)
-    path = _entry_file(tmp_path, flag, "~a", "~(" * judged + inner + "~)" * judged)
-    assert _msgfmt_on_stack(path)[0] == 1
+    status, theirs = _msgfmt_on_stack(path, LARGE_STACK)
+    assert status == 1 and list(theirs) == [7] and "the character 'J'" in theirs[7][0]
     assert _our_verdict(path) == (False, 7)
+    path = _entry_file(tmp_path, flag, "~a", invalid.replace("~J", ""))
+    assert _msgfmt_on_stack(path, LARGE_STACK) == (0, {})
+    assert _our_verdict(path) == (True, None)
 
 
 @pytest.mark.parametrize("opener,depth", [("~{", 1_000), ("~{", 10_000), ("~{", 22_500),
@@ -565,18 +568,18 @@ def test_java_choices_nested_deep_are_checked_as_msgfmt_checks_them(tmp_path, de
     assert verdicts[3].startswith("a format specification for argument {1}, as in 'msgstr'")
 
 
-def test_java_choices_nested_deeper_than_msgfmt_reads_are_left_unchecked():
+def test_java_choices_nested_deeper_than_msgfmts_default_stack_are_judged():
     """msgfmt's message_format_parse overflows its 8 MiB stack past about 29,600 levels (it
     reads 269, 3,450 and 7,815 levels with 1, 2 and 3 MiB: 240 bytes a level after the copies
-    of the innermost levels): `java.MAX_DEPTH` levels are judged, one more left unchecked.
-    msgfmt is not run: it needs about 8 GB of memory that deep."""
+    of the innermost levels) and judges deeper strings on a larger stack: so do we. msgfmt is
+    not run: it needs about 8 GB of memory that deep (each level copies what it holds)."""
     def nest(depth, inner):
         return "{0,choice,0#" * (depth - 1) + inner + "}" * (depth - 1)
 
-    assert _judged("java-format", nest(java.MAX_DEPTH, "{x}"))
-    with pytest.raises(Invalid, match="not followed by an argument number"):
-        java.java_arguments(nest(java.MAX_DEPTH, "{x}"))
-    assert not _judged("java-format", nest(java.MAX_DEPTH + 1, "{x}"))
+    with pytest.raises(Invalid, match="In the directive number 40000, '{' is not followed by an "
+                                      "argument number"):
+        java.java_arguments(nest(40_000, "{x}"))
+    assert java.java_arguments(nest(40_000, "{1}"))  # arguments 0 and 1
 
 
 @pytest.mark.parametrize("msgstr,accepted", [
@@ -751,3 +754,60 @@ def test_nested_lisp_and_scheme_strings_are_checked_as_msgfmt_checks_them(tmp_pa
     assert len(theirs) > 40
     assert set(ours) == set(theirs)
     assert all(any(same_message(ours[line], message) for message in theirs[line]) for line in ours)
+
+
+@pytest.mark.parametrize("msgstr,status", [
+    ("~{~^~a~}~q", 1), ("~{~a~2*~}~q", 1), ("~{~a~@[~a~]~}~q", 1), ("~{~^~a~}~:[~]", 1),
+    ("~@{~d~d~d~d~d~d~}~q", 1),
+    ("~{~1@*~}~q", -11),  # msgfmt crashes on the memory it read (SIGSEGV)
+    ("~[x~5d ~1@*~;~!~]~v!~q", -6),  # msgfmt aborts at `~v!` (SIGABRT)
+])
+def test_a_syntax_error_after_gettexts_undefined_list_work_is_refused(tmp_path, msgstr, status):
+    """gettext's list operations read memory they never set on `~{~^~a~}` (or abort): msgfmt's
+    verdict on the arguments is unknown, but it reads on and refuses a later syntax error, in
+    these words; where it crashes first, the string is refused for its syntax all the same.
+    (Before, all of these were left unchecked.)"""
+    path = _entry_file(tmp_path, "lisp-format", "~a", msgstr)
+    assert lisp.parse_arguments is not None and undefined_in_gettext(lisp.COMMON_LISP)(msgstr)
+    ours = dict(catalog_problems(parse_po(path.read_text(encoding="utf-8"), str(path))))
+    assert list(ours) == [7] and "is not a valid Lisp format string" in ours[7]
+    their_status, theirs = _msgfmt_on_stack(path)
+    assert their_status == status
+    if status == 1:
+        assert list(theirs) == [7] and same_message(ours[7], theirs[7][0])
+    path = _entry_file(tmp_path, "lisp-format", "~a", msgstr.replace("~q", "").replace("~:[~]", ""))
+    assert _our_verdict(path) == (True, None)  # the rest of the string unchecked, as before
+
+
+@pytest.mark.parametrize("language", ["lisp", "scheme"])
+def test_random_syntax_errors_after_undefined_list_work_are_refused_as_msgfmt_refuses_them(
+        tmp_path, language):
+    """Random nested strings with a directive put in, on which gettext's list operations read
+    memory they never set (or abort) before it, and which our parser then refuses for their
+    syntax, each in a catalog of its own (a crash ends msgfmt's run): where msgfmt gives a
+    verdict (it reads on; it crashes, aborts or loops on some), it is ours, in the same
+    words."""
+    rng = random.Random(language)
+    undefined = MSGFMT_OVERFLOWS[f"{language}-format"]
+    flag, compared, drawn = f"{language}-format", 0, 0
+
+    def give_up_after_a_second():
+        resource.setrlimit(resource.RLIMIT_CPU, (1, 1))  # msgfmt loops on some of them
+
+    while drawn < 60:
+        text = nested_format(rng, language)
+        at = rng.randrange(len(text) + 1)
+        text = text[:at] + rng.choice(["~J", "~)", "~]", "~}", "~;", "~:[", "~5", "~'"]) + text[at:]
+        if not undefined(text) or not _judged(flag, text) or text.strip("\n") != text:
+            continue  # not undefined, no syntax error there (`~5~`), or a newline check first
+        drawn += 1
+        path = _entry_file(tmp_path, flag, "~a", text)
+        ours = dict(catalog_problems(parse_po(path.read_text(encoding="utf-8"), str(path))))
+        assert list(ours) == [7] and "is not a valid" in ours[7]
+        run = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True,
+                             text=True, errors="replace", preexec_fn=give_up_after_a_second)
+        if run.returncode == 1:
+            theirs = msgfmt_problems(path)
+            assert list(theirs) == [7] and same_message(ours[7], theirs[7][0])
+            compared += 1
+    assert compared > 15

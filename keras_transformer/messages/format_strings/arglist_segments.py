@@ -202,6 +202,10 @@ class Segment:
         self._required, self._required_length = index, before
         return before
 
+    def required_runs(self):
+        """How many runs the arguments `required_prefix` counted take (call it first)."""
+        return self._required
+
     def set_required(self, n):
         """Makes the elements that hold arguments 0..n-1 required (n starts an element)."""
         before = self.required_prefix()

@@ -53,7 +53,9 @@ _MEET, _JOIN, _NORMAL, _REPEATED = "intersection", "union", "normalized", "repea
 
 
 class Undefined(Exception):
-    """gettext's C code reads memory it has not set (or aborts) on this string."""
+    """gettext's C code reads memory it has not set, or aborts, on this string: msgfmt's
+    verdict on its arguments cannot be known (it reads on and reports a later syntax error,
+    or crashes: `~{~^~a~}~q` is refused for its `~q`, `~{~1@*~}~q` crashes it)."""
 
 
 class ArgList:
@@ -518,13 +520,17 @@ def union(list1, list2):
 
 def is_required(arglist, n):
     """Whether arguments 0..n must all be present."""
-    if n < arglist.initial.required_prefix():
+    prefix = arglist.initial.required_prefix()
+    if n < prefix:
         return True
-    t = n + 1
+    t = n + 1 - prefix  # the required prefix's runs are all taken: counted at once
     for segment in (arglist.initial, arglist.repeated):
         if segment is arglist.repeated and not segment:
             return False
-        for element, times in segment.runs:
+        runs = segment.runs
+        for index in range(segment.required_runs() if segment is arglist.initial else 0,
+                           len(runs)):
+            element, times = runs[index]
             whole = min(times, t // element[COUNT])
             if whole and element[PRESENCE] != REQUIRED:
                 return False

@@ -4,7 +4,6 @@ through, the numbering of printf-like arguments and the comparison of numbered a
 import re
 
 from keras_transformer.messages import charsets
-from keras_transformer.messages.format_strings.arglists import Undefined
 
 
 class Invalid(Exception):
@@ -14,15 +13,6 @@ class Invalid(Exception):
 ARGUMENT_NUMBER = re.compile(r"([0-9]+)\$")  # ASCII digits only, as in C
 DIGITS = re.compile(r"[0-9]*")
 UNTERMINATED = "The string ends in the middle of a directive."
-
-
-def check_depth(depth, limit):
-    """Gives up (`Undefined`) at `depth` nested levels beyond `limit`, the deepest a
-    language's measured msgfmt parses before its C stack (8 MiB, the default) overflows:
-    msgfmt crashes there, so its verdict is none."""
-    if depth > limit:
-        raise Undefined(f"directives nested more than {limit:,} levels deep overflow msgfmt's "
-                        "stack")
 
 
 MIXES_NAMED = ("The string refers to arguments both through argument names and through "

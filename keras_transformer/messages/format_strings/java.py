@@ -4,7 +4,7 @@ choice pattern holds message formats in turn; quotes make braces text.
 
 message_format_parse and choice_format_parse call each other for each choice nested in a
 choice, and each copies the text it hands down; here they are generators that `run_nested`
-runs, as deep as msgfmt reads (`MAX_DEPTH`), reading one string through views (a start and an
+runs, however deep they nest, reading one string through views (a start and an
 end in it) where the text handed down is a part of it, with the positions of its braces and
 stops found once."""
 
@@ -13,7 +13,6 @@ import re
 
 from keras_transformer.messages.format_strings.common import bytes_view
 from keras_transformer.messages.format_strings.common import c_unsigned
-from keras_transformer.messages.format_strings.common import check_depth
 from keras_transformer.messages.format_strings.common import compare_numbered
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import merging
@@ -29,13 +28,13 @@ _BRACES = re.compile(r"[{}]")
 _MESSAGE_STOPS = re.compile(r"['{}]")
 _NUMBER_STOPS = re.compile(r"['<#|\\]")
 _CHOICE_STOPS = re.compile(r"['|]")
-# msgfmt 0.21 (Debian's, 8 MiB of stack) reads a choice nested 12,186 levels deep with 4 MiB
-# of stack and 3,454 with 2 MiB: about 240 bytes a level, after at most about 1.25 MB that
-# the innermost levels take for the copies xmalloca puts on the stack (those under 4 KB). With
-# 8 MiB that is about 29,600 levels (a string of 385 KB at least); a level takes 13 bytes at
-# least (`{0,choice,0#}`), so no string of 200 KB nests that deep. msgfmt's memory grows with
-# the square of the depth (each level copies what it holds: 3 GB at 15,384 levels).
-MAX_DEPTH = 25_000
+# msgfmt 0.21 (Debian's) reads a choice nested 12,186 levels deep with 4 MiB of stack and 3,454
+# with 2 MiB: about 240 bytes a level, after at most about 1.25 MB that the innermost levels
+# take for the copies xmalloca puts on the stack (those under 4 KB). With the default 8 MiB it
+# crashes past about 29,600 levels (a string of 385 KB at least: a level takes 13 bytes at
+# least, `{0,choice,0#}`), and its memory grows with the square of the depth (each level
+# copies what it holds: 3 GB at 15,384 levels). Given the stack and memory, it judges any
+# depth: so do these parsers, in memory linear in the depth.
 
 
 class _Text:
@@ -120,7 +119,6 @@ class _Reader:
 class _Spec:
     def __init__(self):
         self.directives, self.pairs = 0, []
-        self.depth = 0  # how many message formats are open (a choice holds message formats)
 
     def refuse(self, reason):
         raise Invalid(f"In the directive number {self.directives}, {reason}.")
@@ -128,8 +126,6 @@ class _Spec:
 
 def _message_format(source, start, end, spec):
     """message_format_parse on `source.text[start:end]`; a generator for `run_nested`."""
-    spec.depth += 1
-    check_depth(spec.depth, MAX_DEPTH)
     reader = _Reader(source, start, end)
     while True:
         if reader.unquoted("{"):
@@ -147,7 +143,6 @@ def _message_format(source, start, end, spec):
         elif not reader.at_end():
             reader.step_to(_MESSAGE_STOPS)
         else:
-            spec.depth -= 1
             return
 
 

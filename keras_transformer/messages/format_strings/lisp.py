@@ -3,14 +3,23 @@ parameters (digits, signed digits, `'c`, `v`, `#`) apart by commas, the modifier
 then a directive. The directives that nest (`~( ~)`, `~[ ~; ~]`, `~{ ~}`, `~< ~>`) and `~^`
 narrow the argument list constraints of `arglists`; format-scheme.c's parser is this one with
 its own simple directives (`scheme`). parse_upto calls itself for each directive that nests;
-here it is a generator that `run_nested` runs, so that a string nested as deep as msgfmt
-reads it is read here too (`Dialect.max_depth`)."""
+here it is a generator that `run_nested` runs, so that a string is read however deep it nests.
+msgfmt 0.21 with the default 8 MiB stack crashes (SIGSEGV) on `~(` nested past 22,763 levels
+(Scheme: 23,815; each level is a parse_upto frame of about 370 bytes, and where the stack
+starts varies by a few levels) and judges such strings given a larger stack (`ulimit -s`):
+the verdict here is that one, whatever the depth.
+
+Where gettext's list operations read memory they never set (or abort), msgfmt's verdict on the
+arguments cannot be known (`arglists.Undefined`), but not on the syntax: `parse_arguments`
+reads the rest of the string for its syntax only (`SYNTAX_ONLY`), and a syntax error there is
+reported in msgfmt's words. msgfmt reports it too, unless the memory it read makes it crash
+first: it then gives no verdict at all, and the string is invalid all the same."""
 
 import dataclasses
+from types import SimpleNamespace
 
 from keras_transformer.messages.format_strings import arglists as al
 from keras_transformer.messages.format_strings.common import bytes_view
-from keras_transformer.messages.format_strings.common import check_depth
 from keras_transformer.messages.format_strings.common import conversion_error
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.format_strings.common import UNTERMINATED
@@ -56,15 +65,9 @@ class Dialect:
     indirection: str  # the letters of ~?
     character_with_parameter: bool  # Scheme's ~c: takes an argument without a parameter only
     lisp_only: bool  # ~/name/, ~< ~>, ~!
-    max_depth: int  # directives nested deeper overflow msgfmt's stack (`check_depth`)
 
 
-# msgfmt 0.21 (Debian's, 8 MiB of stack) judges `~(` nested 22,763 levels deep and crashes
-# (SIGSEGV) at 22,764: each level is one parse_upto frame of about 370 bytes, whichever
-# directive nests (`~<` crashed at 22,778, within the few levels the stack's start varies by).
-# The limit leaves 263 levels (about 97 KB) for that and for the list operations at the
-# innermost level.
-_COMMON_LISP = Dialect(LISP, "?", False, True, max_depth=22_500)
+COMMON_LISP = Dialect(LISP, "?", False, True)
 
 
 @dataclasses.dataclass
@@ -73,9 +76,9 @@ class _Spec:
 
 
 class _Parser:
-    def __init__(self, text, dialect):
+    def __init__(self, text, dialect, lists):
         self.text, self.at, self.dialect = text, 0, dialect
-        self.depth = -1  # how many directives that nest are open (parse_upto calls, less one)
+        self.lists = lists  # `arglists`, or `SYNTAX_ONLY`
 
     def char(self, offset=0):
         return self.text[self.at + offset:self.at + offset + 1]
@@ -120,8 +123,6 @@ class _Parser:
         """format-lisp.c's parse_upto: reads up to `terminator` (or the end: ""); returns
         (position, list, escape, separator: 0, 1 or 2 with colon). A generator for
         `run_nested`: it yields the parse_upto calls of the directives that nest."""
-        self.depth += 1  # one less at each return
-        check_depth(self.depth, self.dialect.max_depth)
         dialect, text = self.dialect, self.text
         while True:
             self.at = text.find("~", self.at) + 1
@@ -139,20 +140,20 @@ class _Parser:
 
             if char in dialect.simple and char:
                 types, kind = dialect.simple[char]
-                arglist = _check_params(arglist, params, types, spec.directives)
+                arglist = self._check_params(arglist, params, types, spec.directives)
                 if kind is not None:
-                    arglist, position = _take(arglist, position, kind)
+                    arglist, position = self._take(arglist, position, kind)
             elif char in "Cc" and char and dialect.character_with_parameter:
-                arglist = _check_params(arglist, params, I, spec.directives)
+                arglist = self._check_params(arglist, params, I, spec.directives)
                 if not params or len(params) == 1 and params[0][0] == NIL:
-                    arglist, position = _take(arglist, position, al.CHARACTER)
+                    arglist, position = self._take(arglist, position, al.CHARACTER)
             elif char in "Pp" and char:
-                arglist = _check_params(arglist, params, (), spec.directives)
+                arglist = self._check_params(arglist, params, (), spec.directives)
                 if colon and position > 0:
                     position -= 1
-                arglist, position = _take(arglist, position, al.OBJECT)
+                arglist, position = self._take(arglist, position, al.OBJECT)
             elif char == "*":
-                arglist = _check_params(arglist, params, I, spec.directives)
+                arglist = self._check_params(arglist, params, I, spec.directives)
                 if not params or params[0][0] == NIL:
                     n = 0 if atsign else 1
                 elif params[0][0] == INTEGER:
@@ -171,16 +172,16 @@ class _Parser:
                 elif position >= 0:
                     position = _int32(position + n)
             elif char in dialect.indirection and char:
-                arglist = _check_params(arglist, params, (), spec.directives)
-                arglist, position = _take(arglist, position, al.FORMATSTRING)
+                arglist = self._check_params(arglist, params, (), spec.directives)
+                arglist, position = self._take(arglist, position, al.FORMATSTRING)
                 if atsign:
                     position = -1
                 elif position >= 0:
-                    arglist, position = _take(arglist, position, al.LIST,
-                                              al.make_unconstrained_list())
+                    arglist, position = self._take(arglist, position, al.LIST,
+                                                   self.lists.make_unconstrained_list())
             elif char == "/" and dialect.lisp_only:
-                arglist = _check_params(arglist, params, (), spec.directives)
-                arglist, position = _take(arglist, position, al.OBJECT)
+                arglist = self._check_params(arglist, params, (), spec.directives)
+                arglist, position = self._take(arglist, position, al.OBJECT)
                 end = self.text.find("/", self.at)
                 if end < 0:
                     raise Invalid("The string ends in the middle of a ~/.../ directive.")
@@ -188,24 +189,24 @@ class _Parser:
             elif char == "!" and dialect.lisp_only:
                 for kind, value in params:  # nocheck_params
                     if kind == V:
-                        if value < 0:
-                            raise al.Undefined("~v! at an unknown position")
-                        arglist = al.add_req_type_constraint(arglist, value,
-                                                             al.CHARACTER_INTEGER_NULL)
-                arglist, position = _take(arglist, position, al.FUNCTION)
-                arglist, position = _take(arglist, position, al.OBJECT)
+                        if value < 0 and self.lists is al:
+                            raise al.Undefined("~v! at an unknown position")  # msgfmt aborts
+                        arglist = self.lists.add_req_type_constraint(arglist, value,
+                                                                     al.CHARACTER_INTEGER_NULL)
+                arglist, position = self._take(arglist, position, al.FUNCTION)
+                arglist, position = self._take(arglist, position, al.OBJECT)
             elif char == "(":
-                arglist = _check_params(arglist, params, (), spec.directives)
+                arglist = self._check_params(arglist, params, (), spec.directives)
                 position, arglist, escape, _ = yield self.parse_upto(position, arglist, escape,
                                                                       spec, ")", False)
             elif char == "[":
                 arglist, position, escape = yield self.conditional(params, colon, atsign, position,
                                                                    arglist, escape, spec)
             elif char == "{":
-                arglist = _check_params(arglist, params, I, spec.directives)
+                arglist = self._check_params(arglist, params, I, spec.directives)
                 arglist, position = yield self.iteration(colon, atsign, position, arglist, spec)
             elif char == "<" and dialect.lisp_only:
-                arglist = _check_params(arglist, params, IIIC, spec.directives)
+                arglist = self._check_params(arglist, params, IIIC, spec.directives)
                 sub_escape = None
                 while True:
                     position, arglist, sub_escape, sub_separator = yield self.parse_upto(
@@ -214,38 +215,36 @@ class _Parser:
                         break
                 if sub_escape is not None:
                     position = -1
-                arglist = al.union(arglist, sub_escape)
+                arglist = self.lists.union(arglist, sub_escape)
             elif char == "^":
-                arglist = _check_params(arglist, params, THREE, spec.directives)
-                if position >= 0 and arglist is not None and al.is_required(arglist, position):
+                arglist = self._check_params(arglist, params, THREE, spec.directives)
+                if (position >= 0 and arglist is not None
+                        and self.lists.is_required(arglist, position)):
                     continue  # never taken
                 if arglist is not None:
                     this_escape = arglist.copy()
                     if position >= 0:
-                        this_escape = al.add_end_constraint(this_escape, position)
-                    escape = al.union(escape, this_escape)
+                        this_escape = self.lists.add_end_constraint(this_escape, position)
+                    escape = self.lists.union(escape, this_escape)
                 if position >= 0:
-                    arglist = al.add_required_constraint(arglist, position)
+                    arglist = self.lists.add_required_constraint(arglist, position)
             elif char == ";":
                 if not separator:
                     raise Invalid(f"In the directive number {spec.directives}, '~;' is used in "
                                   "an invalid position.")
-                arglist = _check_params(arglist, params, I if terminator == ">" else (),
+                arglist = self._check_params(arglist, params, I if terminator == ">" else (),
                                         spec.directives)
-                self.depth -= 1
                 return position, arglist, escape, 2 if colon else 1
             elif char in ")]}>" and char and (char != ">" or dialect.lisp_only):
                 if terminator != char:
                     opening = {")": "(", "]": "[", "}": "{", ">": "<"}[char]
                     raise Invalid(f"Found '~{char}' without matching '~{opening}'.")
-                arglist = _check_params(arglist, params, (), spec.directives)
-                self.depth -= 1
+                arglist = self._check_params(arglist, params, (), spec.directives)
                 return position, arglist, escape, 0
             else:
                 raise Invalid(conversion_error(spec.directives, char) if char else UNTERMINATED)
         if terminator:
             raise Invalid(f"Found '~{chr(ord(terminator) - 1)}' without matching '~{terminator}'.")
-        self.depth -= 1
         return position, arglist, escape, 0
 
     def conditional(self, params, colon, atsign, position, arglist, escape, spec):
@@ -255,25 +254,27 @@ class _Parser:
             raise Invalid(f"In the directive number {directive}, both the @ and the : modifiers "
                           "are given.")
         if atsign:
-            arglist = _check_params(arglist, params, (), directive)
+            arglist = self._check_params(arglist, params, (), directive)
             nil_list = arglist.copy() if arglist is not None else None
             if position >= 0:
-                nil_list = al.add_req_type_constraint(nil_list, position, al.LIST, al.ArgList())
+                nil_list = self.lists.add_req_type_constraint(nil_list, position, al.LIST,
+                                                              self.lists.ArgList())
             sub_list = arglist.copy() if arglist is not None else None
             sub_position, sub_list, escape, _ = yield self.parse_upto(position, sub_list, escape,
                                                                       spec, "]", False)
             if position >= 0:
                 position = position + 1 if sub_list is None or sub_position == position + 1 else -1
-            return al.union(nil_list, sub_list), position, escape
+            return self.lists.union(nil_list, sub_list), position, escape
         if colon:
-            arglist = _check_params(arglist, params, (), directive)
+            arglist = self._check_params(arglist, params, (), directive)
             if position >= 0:
-                arglist = al.add_req_type_constraint(arglist, position, al.OBJECT)
+                arglist = self.lists.add_req_type_constraint(arglist, position, al.OBJECT)
                 position += 1
             union_position, union_list = -2, None
             sub_list = arglist.copy() if arglist is not None else None
             if position >= 0:
-                sub_list = al.add_req_type_constraint(sub_list, position - 1, al.LIST, al.ArgList())
+                sub_list = self.lists.add_req_type_constraint(sub_list, position - 1, al.LIST,
+                                                              self.lists.ArgList())
             sub_position, sub_list, escape, sub_separator = yield self.parse_upto(
                 position, sub_list, escape, spec, "]", True)
             if not sub_separator:
@@ -281,19 +282,19 @@ class _Parser:
                               "two clauses, separated by '~;'.")
             if sub_list is not None:
                 union_position = sub_position
-            union_list = al.union(union_list, sub_list)
+            union_list = self.lists.union(union_list, sub_list)
             sub_list = arglist.copy() if arglist is not None else None
             sub_position, sub_list, escape, _ = yield self.parse_upto(position, sub_list, escape,
                                                                       spec, "]", False)
             if sub_list is not None:
                 union_position = _merge_position(union_position, sub_position)
-            union_list = al.union(union_list, sub_list)
+            union_list = self.lists.union(union_list, sub_list)
             return union_list, position if union_position == -2 else union_position, escape
-        arglist = _check_params(arglist, params, I, directive)
+        arglist = self._check_params(arglist, params, I, directive)
         arg_position = -1
         if not (params and params[0][0] != NIL) and position >= 0:
             arg_position = position
-            arglist = al.add_req_type_constraint(arglist, position, al.OBJECT)
+            arglist = self.lists.add_req_type_constraint(arglist, position, al.OBJECT)
             position += 1
         union_position, union_list, last = -2, None, False
         while True:
@@ -301,10 +302,10 @@ class _Parser:
             sub_position, sub_list, escape, sub_separator = yield self.parse_upto(
                 position, sub_list, escape, spec, "]", not last)
             if not last and arg_position >= 0:
-                sub_list = al.add_req_type_constraint(sub_list, arg_position, al.INTEGER)
+                sub_list = self.lists.add_req_type_constraint(sub_list, arg_position, al.INTEGER)
             if sub_list is not None:
                 union_position = _merge_position(union_position, sub_position)
-            union_list = al.union(union_list, sub_list)
+            union_list = self.lists.union(union_list, sub_list)
             if sub_separator == 2:
                 last = True
             if not sub_separator:
@@ -312,7 +313,7 @@ class _Parser:
         if not last:
             union_position = _merge_position(union_position, position)
             if arglist is not None:
-                union_list = al.union(union_list, arglist.copy())
+                union_list = self.lists.union(union_list, arglist.copy())
         return union_list, position if union_position == -2 else union_position, escape
 
     def iteration(self, colon, atsign, position, arglist, spec):
@@ -320,37 +321,59 @@ class _Parser:
         empty_body = self.char() == "~"
         sub_spec = _Spec()
         sub_position, sub_list, sub_escape, _ = yield self.parse_upto(
-            0, al.make_unconstrained_list(), None, sub_spec, "}", False)
+            0, self.lists.make_unconstrained_list(), None, sub_spec, "}", False)
         spec.directives += sub_spec.directives
         if empty_body and sub_spec.directives == 1 and position >= 0:
-            arglist = al.add_req_type_constraint(arglist, position, al.FORMATSTRING)
+            arglist = self.lists.add_req_type_constraint(arglist, position, al.FORMATSTRING)
             position += 1
-        sub_list = al.union(sub_list, sub_escape)  # ~{ catches ~^
+        sub_list = self.lists.union(sub_list, sub_escape)  # ~{ catches ~^
         if colon:
-            sub_list = al.make_repeated_list_of_lists(sub_list)
+            sub_list = self.lists.make_repeated_list_of_lists(sub_list)
         elif sub_list is None:
-            sub_list = al.ArgList()
+            sub_list = self.lists.ArgList()
         elif sub_position <= 0:
-            sub_list = al.make_union_with_empty_list(sub_list)
+            sub_list = self.lists.make_union_with_empty_list(sub_list)
         else:
-            sub_list = al.make_repeated_list(sub_list, sub_position)
+            sub_list = self.lists.make_repeated_list(sub_list, sub_position)
         if atsign:
             if arglist is not None and position >= 0:
-                al.shift_list(sub_list, position)
-                arglist = al.make_intersected_list(arglist, sub_list)
+                self.lists.shift_list(sub_list, position)
+                arglist = self.lists.make_intersected_list(arglist, sub_list)
             return arglist, -1
         if position >= 0:
-            arglist = al.add_req_type_constraint(arglist, position, al.LIST, sub_list)
+            arglist = self.lists.add_req_type_constraint(arglist, position, al.LIST, sub_list)
             position += 1
         return arglist, position
 
+    def _take(self, arglist, position, kind, sublist=None):
+        """A directive takes the argument at `position` (if known), of type `kind`: (the
+        list, the position after it)."""
+        if position < 0:
+            return arglist, position
+        return (self.lists.add_req_type_constraint(arglist, position, kind, sublist),
+                _int32(position + 1))
 
-def _take(arglist, position, kind, sublist=None):
-    """A directive takes the argument at `position` (if known), of type `kind`: (the list,
-    the position after it)."""
-    if position < 0:
-        return arglist, position
-    return al.add_req_type_constraint(arglist, position, kind, sublist), _int32(position + 1)
+    def _check_params(self, arglist, params, types, directive):
+        """format-lisp.c's check_params: the parameters' types against `types`; a `v`
+        parameter constrains its argument, beyond `types` to NIL. The list."""
+        for index, (kind, value) in enumerate(params[:len(types)], start=1):
+            wanted = types[index - 1]
+            given = {CHARACTER: "character", INTEGER: "integer", ARGCOUNT: "integer"}.get(kind)
+            if wanted != al.CHARACTER_INTEGER_NULL and given and given != _PARAMETER_NAMES[wanted]:
+                raise Invalid(f"In the directive number {directive}, parameter {index} is of "
+                              f"type '{given}' but a parameter of type "
+                              f"'{_PARAMETER_NAMES[wanted]}' is expected.")
+            if kind == V and value >= 0:
+                arglist = self.lists.add_req_type_constraint(arglist, value, wanted)
+        for kind, value in params[len(types):]:
+            if kind in (CHARACTER, INTEGER, ARGCOUNT):
+                raise Invalid(f"In the directive number {directive}, too many parameters are "
+                              f"given; expected at most {len(types)} "
+                              f"parameter{'' if len(types) == 1 else 's'}.")
+            if kind == V and value >= 0:
+                arglist = self.lists.add_req_type_constraint(arglist, value, al.LIST,
+                                                             self.lists.ArgList())
+        return arglist
 
 
 def _merge_position(union_position, sub_position):
@@ -360,39 +383,62 @@ def _merge_position(union_position, sub_position):
     return -1 if sub_position < 0 or sub_position != union_position else union_position
 
 
-def _check_params(arglist, params, types, directive):
-    """format-lisp.c's check_params: the parameters' types against `types`; a `v` parameter
-    constrains its argument, beyond `types` to NIL. The list."""
-    for index, (kind, value) in enumerate(params[:len(types)], start=1):
-        wanted = types[index - 1]
-        given = {CHARACTER: "character", INTEGER: "integer", ARGCOUNT: "integer"}.get(kind)
-        if wanted != al.CHARACTER_INTEGER_NULL and given and given != _PARAMETER_NAMES[wanted]:
-            raise Invalid(f"In the directive number {directive}, parameter {index} is of type "
-                          f"'{given}' but a parameter of type '{_PARAMETER_NAMES[wanted]}' is "
-                          "expected.")
-        if kind == V and value >= 0:
-            arglist = al.add_req_type_constraint(arglist, value, wanted)
-    for kind, value in params[len(types):]:
-        if kind in (CHARACTER, INTEGER, ARGCOUNT):
-            raise Invalid(f"In the directive number {directive}, too many parameters are given; "
-                          f"expected at most {len(types)} parameter{'' if len(types) == 1 else 's'}.")
-        if kind == V and value >= 0:
-            arglist = al.add_req_type_constraint(arglist, value, al.LIST, al.ArgList())
-    return arglist
+class _Unknown:
+    """A list after msgfmt has read memory it never set: what it holds cannot be known."""
+
+    def copy(self):
+        return self
+
+
+def _unknown(*_):
+    return _UNKNOWN
+
+
+_UNKNOWN = _Unknown()
+# The list operations of a parse that reads the syntax only: every list is unknown, and no
+# argument is known to be required (so every `~^` may be taken).
+SYNTAX_ONLY = SimpleNamespace(
+    **{name: _unknown for name in (
+        "ArgList", "add_end_constraint", "add_req_type_constraint", "add_required_constraint",
+        "make_intersected_list", "make_repeated_list", "make_repeated_list_of_lists",
+        "make_unconstrained_list", "make_union_with_empty_list", "normalize_list", "shift_list",
+        "union")},
+    is_required=lambda *_: False)
 
 
 def parse_arguments(text, dialect, encoding="utf-8"):
-    """format_parse: the normalized argument list constraints of a format string."""
-    parser = _Parser(bytes_view(text, encoding), dialect)
+    """format_parse: the normalized argument list constraints of a format string.
+
+    Raises:
+        Invalid: msgfmt rejects the string (its reason).
+        arglists.Undefined: msgfmt's verdict on the arguments cannot be known, and the rest
+            of the string, read for its syntax only, is valid.
+    """
+    try:
+        return list_arguments(text, dialect, encoding)
+    except al.Undefined:
+        _parse(bytes_view(text, encoding), dialect, SYNTAX_ONLY)  # Invalid at a syntax error
+        raise
+
+
+def list_arguments(text, dialect, encoding="utf-8"):
+    """format_parse as gettext runs it: `parse_arguments`, but `arglists.Undefined` where
+    gettext reads memory it never set (or aborts) even if a syntax error follows (msgfmt may
+    crash on such a string)."""
+    return _parse(bytes_view(text, encoding), dialect, al)
+
+
+def _parse(view, dialect, lists):
+    parser = _Parser(view, dialect, lists)
     with collector_paused():
-        _, arglist, escape, _ = run_nested(parser.parse_upto(0, al.make_unconstrained_list(),
+        _, arglist, escape, _ = run_nested(parser.parse_upto(0, lists.make_unconstrained_list(),
                                                              None, _Spec(), "", False))
-        arglist = al.union(arglist, escape)  # ~^ at the top
+        arglist = lists.union(arglist, escape)  # ~^ at the top
         if arglist is None:
             raise Invalid("The string refers to some argument in incompatible ways.")
-        al.normalize_list(arglist)
+        lists.normalize_list(arglist)
     return arglist
 
 
 def lisp_arguments(text, encoding="utf-8"):
-    return parse_arguments(text, _COMMON_LISP, encoding)
+    return parse_arguments(text, COMMON_LISP, encoding)

@@ -21,10 +21,8 @@ SCHEME = {
     **cases("Y", ((), al.OBJECT)), **cases("%&_/|~", (I, None)), **cases("!\nQ", ((), None)),
     **cases("T", (IIC, None)),
 }
-# format-scheme.c's parse_upto frame is a little smaller: msgfmt judges `~(` nested 23,814
-# levels deep and crashes at 23,815 (see `lisp._COMMON_LISP`).
-_SCHEME = Dialect(SCHEME, "?Kk", True, False, max_depth=23_500)
+GUILE_SCHEME = Dialect(SCHEME, "?Kk", True, False)
 
 
 def scheme_arguments(text, encoding="utf-8"):
-    return parse_arguments(text, _SCHEME, encoding)
+    return parse_arguments(text, GUILE_SCHEME, encoding)
