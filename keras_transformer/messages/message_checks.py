@@ -23,9 +23,10 @@ kde-kuit, perl-brace, smalltalk, ycp, csharp, java (MessageFormat),
 java-printf, perl, tcl, awk, boost, object-pascal, elisp, librep, ruby,
 gcc-internal, gfc-internal, lisp, scheme (the parsers of the later ones are
 in the `format_strings` package; KUIT markup is read by the libxml2 msgfmt
-links, and goes unchecked where it cannot be loaded; a Lisp or Scheme string
-on which gettext's code reads or writes memory it never set, where msgfmt's
-verdict cannot be known, goes unchecked too). Every language is read in the
+links, and goes unchecked where it cannot be loaded; where gettext's code
+reads or writes memory it never set on a Lisp or Scheme string, msgfmt's
+verdict on its arguments cannot be known and they go unchecked, but its
+syntax, and that of the entry's other strings, is checked). Every language is read in the
 catalog's bytes (`bytes_view`), as msgfmt reads it: a BIG5 character's second
 byte can be a `{`, and a UTF-8 é is two bytes, no brace field's fill.
 
@@ -816,6 +817,8 @@ def _format_problem(entry, language, rule, encoding):
         wanted = parse(_c_string(entry.msgid_plural if plural else entry.msgid), translated=False)
     except Invalid:
         return None  # msgfmt checks translations only against a valid msgid
+    except Undefined:  # gettext reads memory it never set: its arguments are unknown
+        wanted = None
     for form, text in enumerate(entry.msgstr):
         pretty_msgstr = f"msgstr[{form}]" if plural else "msgstr"
         try:
@@ -823,8 +826,15 @@ def _format_problem(entry, language, rule, encoding):
         except Invalid as error:
             return (f"'{pretty_msgstr}' is not a valid {syntax.pretty} format string, unlike "
                     f"'{pretty_msgid}'. Reason: {error.args[0]}")
-        problem = syntax.compare(wanted, found, _strict(entry, form, rule),
-                                 (pretty_msgid, pretty_msgstr))
+        except Undefined:  # the same for this form: the later ones are still checked
+            continue
+        if wanted is None:
+            continue
+        try:
+            problem = syntax.compare(wanted, found, _strict(entry, form, rule),
+                                     (pretty_msgid, pretty_msgstr))
+        except Undefined:  # the comparison reads memory gettext never set
+            continue
         if problem:
             return problem
     return None
@@ -861,8 +871,6 @@ def message_problem(entry, rule=None, encoding="utf-8"):
         if language in _LANGUAGES and not problem:
             try:
                 problem = _format_problem(entry, language, rule, encoding)
-            except Undefined:  # gettext's C code reads memory it never set: msgfmt's verdict is unknown
-                problem = None
             except UnicodeEncodeError as error:
                 problem = (f"the {flag} string has a character {encoding} cannot hold "
                            f"({error.object[error.start:error.end]!r}); the catalog cannot be "

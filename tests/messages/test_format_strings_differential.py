@@ -229,6 +229,57 @@ def test_the_parsers_judge_shallow_strings_as_before(tmp_path):
     assert compared > 500
 
 
+# Pieces of long strings of exits (`~^` after many directives, which `arglists.unite_exit`
+# unites without going over the list again) and of clauses (`~[`, whose lists the union takes
+# from their first difference with the list before them).
+EXITS = ["~a", "~d", "~s", "~c", "~f", "~*", "~:*", "~@*", "~2@*", "~1@*", "~^", "~^", "~^", "~:^",
+         "~v^", "~#^", "~%", "x", "~{~a~}", "~{~a~^, ~}", "~:{~a~}", "~[~a~;~d~]", "~@[~a~]",
+         "~(~a~^~)", "~<~a~^~>", "~?", "~v*"]
+CLAUSES = [("~[~d", "~]"), ("~:[~a~;", "~]"), ("~@[", "~]"), ("~(", "~)"), ("~[~a~;", "~]")]
+
+
+def exits(rng):
+    """Up to 120 pieces of `EXITS` and of `CLAUSES` that nest, all closed but rarely; rarely
+    a piece gettext's lists read unset memory on (`~{~^~a~}`)."""
+    pieces, closers = [], []
+    for _ in range(rng.randint(1, 120)):
+        roll = rng.random()
+        if roll < 0.15 and len(closers) < 40:
+            opener, closer = rng.choice(CLAUSES)
+            pieces.append(opener)
+            closers.append(closer)
+        elif roll < 0.22 and closers:
+            pieces.append(closers.pop())
+        else:
+            pieces.append("~{~^~a~}" if roll > 0.997 else rng.choice(EXITS))
+    return "".join(pieces) + "".join(reversed(closers[rng.random() < 0.1:]))
+
+
+def test_long_strings_of_exits_and_clauses_judge_as_before(tmp_path):
+    """1,500 strings of up to 120 pieces, mostly `~^` after directives and clauses nested
+    up to 40 deep: the same lists (element by element), reasons and strings left unchecked as
+    the reference, for Lisp and Scheme."""
+    reference = reference_modules(tmp_path)
+    if reference is None:
+        pytest.skip(f"git or commit {REFERENCE} is missing")
+    rng = random.Random(0)
+    ours = (Invalid, arglists.Undefined)
+    theirs = (reference["common"].Invalid, reference["arglists"].Undefined)
+    counts = collections.Counter()
+    for _ in range(1500):
+        text = exits(rng)
+        for dialect, old in ((lisp.COMMON_LISP, reference["lisp"].lisp_arguments),
+                             (scheme.GUILE_SCHEME, reference["scheme"].scheme_arguments)):
+            mine = outcome(lambda text: lisp.list_arguments(text, dialect), text, *ours)
+            old_one = outcome(old, text, *theirs)
+            counts[old_one[0]] += 1
+            assert mine[0] == old_one[0], text
+            assert (described(mine[1], arglists.LIST)
+                    == described(old_one[1], reference["arglists"].LIST)
+                    if mine[0] == "arguments" else mine[1] == old_one[1]), text
+    assert min(counts.values()) > 100 and len(counts) == 3
+
+
 if __name__ == "__main__":
     import tempfile
 

@@ -397,12 +397,18 @@ LARGE_STACK = 256 << 20  # enough for msgfmt to read Lisp and Scheme strings 30,
 MEMORY = 4 << 30
 
 
-def _msgfmt_on_stack(path, stack=STACK):
-    """msgfmt --check on `path` with `stack` bytes of stack (by default 8 MiB): (its exit
-    status, {line: [messages]})."""
+def _msgfmt_on_stack(path, stack=STACK, cpu_seconds=None):
+    """msgfmt --check on `path` with `stack` bytes of stack (by default 8 MiB), and killed
+    after `cpu_seconds` if given (it loops on some strings): (its exit status, {line:
+    [messages]}). Skips the test where the stack cannot be had."""
+    stack_hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    if 0 <= stack_hard < stack:
+        pytest.skip(f"the stack's hard limit is {stack_hard} bytes, below {stack}")
+
     def limit_stack():
-        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
-        resource.setrlimit(resource.RLIMIT_STACK, (stack if hard < 0 else min(stack, hard), hard))
+        resource.setrlimit(resource.RLIMIT_STACK, (stack, stack_hard))
+        if cpu_seconds is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]  # a runaway msgfmt fails, not the machine
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY if hard < 0 else min(MEMORY, hard), hard))
 
@@ -579,7 +585,7 @@ def test_java_choices_nested_deeper_than_msgfmts_default_stack_are_judged():
     with pytest.raises(Invalid, match="In the directive number 40000, '{' is not followed by an "
                                       "argument number"):
         java.java_arguments(nest(40_000, "{x}"))
-    assert java.java_arguments(nest(40_000, "{1}"))  # arguments 0 and 1
+    assert java.java_arguments(nest(40_000, "{1}")) == {0: "number", 1: "object"}
 
 
 @pytest.mark.parametrize("msgstr,accepted", [
@@ -768,46 +774,108 @@ def test_a_syntax_error_after_gettexts_undefined_list_work_is_refused(tmp_path, 
     these words; where it crashes first, the string is refused for its syntax all the same.
     (Before, all of these were left unchecked.)"""
     path = _entry_file(tmp_path, "lisp-format", "~a", msgstr)
-    assert lisp.parse_arguments is not None and undefined_in_gettext(lisp.COMMON_LISP)(msgstr)
+    assert undefined_in_gettext(lisp.COMMON_LISP)(msgstr)
     ours = dict(catalog_problems(parse_po(path.read_text(encoding="utf-8"), str(path))))
     assert list(ours) == [7] and "is not a valid Lisp format string" in ours[7]
     their_status, theirs = _msgfmt_on_stack(path)
     assert their_status == status
     if status == 1:
         assert list(theirs) == [7] and same_message(ours[7], theirs[7][0])
-    path = _entry_file(tmp_path, "lisp-format", "~a", msgstr.replace("~q", "").replace("~:[~]", ""))
-    assert _our_verdict(path) == (True, None)  # the rest of the string unchecked, as before
+    valid = msgstr.replace("~q", "").replace("~:[~]", "")
+    with pytest.raises(Undefined):  # its arguments unchecked, as before
+        lisp.lisp_arguments(valid)
+    assert _our_verdict(_entry_file(tmp_path, "lisp-format", "~a", valid)) == (True, None)
+
+
+@pytest.mark.parametrize("msgid,msgstrs,line,problem", [
+    # msgstr[0]'s arguments are unknown; msgstr[1] is still read
+    ("~a", ["~{~^~a~}", "~a~q"], 9, "'msgstr[1]' is not a valid Lisp format string, unlike "
+     "'msgid_plural'. Reason: In the directive number 2, the character 'q' is not a valid "
+     "conversion specifier."),
+    ("~a", ["~{~^~a~}", "~a"], None, None),
+    # msgid's arguments are unknown: the translations' syntax is still read
+    ("~{~^~a~}", ["~a~q", "~a"], 9, "'msgstr[0]' is not a valid Lisp format string, unlike "
+     "'msgid_plural'. Reason: In the directive number 2, the character 'q' is not a valid "
+     "conversion specifier."),
+])  # (msgid `~{~^~a~}` and valid translations: msgfmt compares them with what it read)
+def test_unknown_arguments_leave_the_other_strings_of_an_entry_checked(tmp_path, msgid, msgstrs,
+                                                                       line, problem):
+    """Where gettext reads memory it never set on one string of an entry, the syntax of the
+    others is read as msgfmt reads it (before, an unknown form ended the entry's check), and
+    msgfmt names the entry's first msgstr line."""
+    path = tmp_path / "t.po"
+    path.write_text(f"{HEADER}\"Plural-Forms: nplurals=2; plural=(n != 1);\\n\"\n\n#, lisp-format\n"
+                    f"msgid {quote(msgid)}\nmsgid_plural {quote(msgid)}\n"
+                    + "".join(f"msgstr[{form}] {quote(text)}\n" for form, text in enumerate(msgstrs)),
+                    encoding="utf-8")
+    status, theirs = _msgfmt_on_stack(path)
+    ours = dict(catalog_problems(parse_po(path.read_text(encoding="utf-8"), str(path))))
+    assert (status, theirs) == ((0, {}) if line is None else (1, {line: [problem]}))
+    assert ours == ({} if line is None else {line: problem})
 
 
 @pytest.mark.parametrize("language", ["lisp", "scheme"])
-def test_random_syntax_errors_after_undefined_list_work_are_refused_as_msgfmt_refuses_them(
-        tmp_path, language):
-    """Random nested strings with a directive put in, on which gettext's list operations read
-    memory they never set (or abort) before it, and which our parser then refuses for their
-    syntax, each in a catalog of its own (a crash ends msgfmt's run): where msgfmt gives a
-    verdict (it reads on; it crashes, aborts or loops on some), it is ours, in the same
-    words."""
+def test_random_strings_after_undefined_list_work_are_judged_as_msgfmt_judges_them(tmp_path,
+                                                                                   language):
+    """Random nested strings, some with a directive put in, on which gettext's list
+    operations read memory they never set (or abort), each in a catalog of its own (a crash
+    ends msgfmt's run). Those our syntax-only reading refuses, msgfmt never accepts, and where
+    it gives a verdict (it crashes, aborts or loops on some) it is ours, in the same words;
+    those we leave unchecked, msgfmt never refuses for their syntax."""
     rng = random.Random(language)
     undefined = MSGFMT_OVERFLOWS[f"{language}-format"]
-    flag, compared, drawn = f"{language}-format", 0, 0
-
-    def give_up_after_a_second():
-        resource.setrlimit(resource.RLIMIT_CPU, (1, 1))  # msgfmt loops on some of them
-
-    while drawn < 60:
+    flag, compared, unchecked = f"{language}-format", 0, 0
+    while compared + unchecked < 80:
         text = nested_format(rng, language)
-        at = rng.randrange(len(text) + 1)
-        text = text[:at] + rng.choice(["~J", "~)", "~]", "~}", "~;", "~:[", "~5", "~'"]) + text[at:]
-        if not undefined(text) or not _judged(flag, text) or text.strip("\n") != text:
-            continue  # not undefined, no syntax error there (`~5~`), or a newline check first
-        drawn += 1
+        if rng.random() < 0.7:
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice(["~J", "~)", "~]", "~}", "~;", "~:[", "~5", "~'"]) + text[at:]
+        if not undefined(text) or text.strip("\n") != text:
+            continue  # defined, or a newline checked first
         path = _entry_file(tmp_path, flag, "~a", text)
         ours = dict(catalog_problems(parse_po(path.read_text(encoding="utf-8"), str(path))))
-        assert list(ours) == [7] and "is not a valid" in ours[7]
-        run = subprocess.run([MSGFMT, "--check", "-o", "/dev/null", str(path)], capture_output=True,
-                             text=True, errors="replace", preexec_fn=give_up_after_a_second)
-        if run.returncode == 1:
-            theirs = msgfmt_problems(path)
-            assert list(theirs) == [7] and same_message(ours[7], theirs[7][0])
+        status, theirs = _msgfmt_on_stack(path, cpu_seconds=1)
+        if _judged(flag, text):  # refused for its syntax
+            assert list(ours) == [7] and "is not a valid" in ours[7]
+            assert status != 0
+            if status == 1:
+                assert list(theirs) == [7] and same_message(ours[7], theirs[7][0])
             compared += 1
-    assert compared > 15
+        else:
+            assert ours == {}
+            assert not any("is not a valid" in message for message in theirs.get(7, []))
+            unchecked += 1
+    assert compared > 15 and unchecked > 10
+
+
+@pytest.mark.parametrize("dialect", [lisp.COMMON_LISP, scheme.GUILE_SCHEME])
+def test_the_syntax_only_reading_refuses_what_the_full_one_refuses_for_syntax(dialect):
+    """On random strings, reading the syntax only (`lisp.SYNTAX_ONLY`) refuses exactly what
+    the full reading refuses for its syntax, in the same words, and never raises anything
+    else: where the full reading reads memory gettext never set, the other is what judges."""
+    rng = random.Random(0)
+    language = "lisp" if dialect is lisp.COMMON_LISP else "scheme"
+    kinds = collections.Counter()
+    for _ in range(3000):
+        text = nested_format(rng, language)
+        at = rng.randrange(len(text) + 1)
+        text = text[:at] + rng.choice(LISP_SIMPLE + ["~J", "~)", "~]", "~}", "~;", "~5", ""]) + text[at:]
+        try:
+            lisp.list_arguments(text, dialect)
+            full = None
+        except Invalid as error:
+            full = error.args[0]
+        except Undefined:
+            full = "undefined"
+        try:
+            lisp.read_syntax(text, dialect)
+            syntax = None
+        except Invalid as error:
+            syntax = error.args[0]
+        if full != "undefined" and full != INCOMPATIBLE:
+            assert syntax == full, text
+        kinds[full if full in (None, "undefined", INCOMPATIBLE) else "invalid"] += 1
+    assert kinds[None] > 1000 and kinds["invalid"] > 300 and kinds["undefined"] > 10
+
+
+INCOMPATIBLE = "The string refers to some argument in incompatible ways."

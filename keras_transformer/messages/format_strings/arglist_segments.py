@@ -39,9 +39,16 @@ class Segment:
 
     @classmethod
     def of(cls, elements):
-        segment = cls()
+        """The segment of C elements in order (equal neighbours become a run)."""
+        runs, length, count = [], 0, 0
         for element in elements:
-            segment.append(element)
+            length, count = length + element[COUNT], count + 1
+            if runs and runs[-1][0] == element:
+                runs[-1] = (element, runs[-1][1] + 1)
+            else:
+                runs.append((element, 1))
+        segment = cls()
+        segment.fill(runs, length, count)
         return segment
 
     def copy(self):
@@ -148,19 +155,59 @@ class Segment:
                 pieces.append((element, times - whole - 1))
             self._replace(index, index + 1, pieces)
 
+    @classmethod
+    def _of_runs(cls, runs, length, count):
+        """The segment of canonical `runs` (a list it keeps), which take `length` arguments
+        in `count` elements."""
+        segment = cls()
+        segment.fill(runs, length, count)
+        return segment
+
+    def fill(self, runs, length, count):
+        """Makes an empty segment one of canonical `runs` (a list it keeps), which take
+        `length` arguments in `count` elements."""
+        if self.runs:
+            raise ValueError("fill is for an empty segment")
+        self.runs, self.length, self.count = runs, length, count
+
     def split(self, n):
-        """(the elements before argument n, those from it), argument n starting an element."""
-        segment = self.copy()
-        segment.split_at(n)
-        index, before = segment.locate(n)
-        left, right = Segment(segment.runs[:index]), Segment(segment.runs[index + 1:])
-        if index < len(segment.runs):
-            element, times = segment.runs[index]
-            whole = (n - before) // element[COUNT]
-            if whole:
-                left.append(element, whole)
-            right = Segment([(element, times - whole)] + right.runs)
-        return left, right
+        """(the elements before argument n, those from it), argument n starting an element:
+        the runs on either side of it are copied whole (the totals of the side nearer the
+        end are counted, as `locate` counts)."""
+        runs = self.runs
+        index, before = self.locate(n)
+        if index == len(runs):
+            return self.copy(), Segment()
+        element, times = runs[index]
+        whole, offset = divmod(n - before, element[COUNT])
+        left, right = runs[:index], runs[index + 1:]
+        if 2 * index < len(runs):
+            left_length, left_count = before, sum(times for _, times in left)
+        else:
+            right_length = sum(element[COUNT] * times for element, times in right)
+            right_count = sum(times for _, times in right)
+            left_length = self.length - right_length - element[COUNT] * times
+            left_count = self.count - right_count - times
+        left_pieces = [(element, whole)] if whole else []
+        right_pieces = []
+        if offset:
+            left_pieces.append((with_count(element, offset), 1))
+            right_pieces.append((with_count(element, element[COUNT] - offset), 1))
+        if times - whole - (1 if offset else 0):
+            right_pieces.append((element, times - whole - (1 if offset else 0)))
+        left_segment = Segment._of_runs(left, left_length, left_count)
+        for piece in left_pieces:
+            left_segment.append(*piece)
+        right_segment = Segment._of_runs(right_pieces, 0, 0)
+        for element, times in right_pieces:
+            right_segment.length += element[COUNT] * times
+            right_segment.count += times
+        if right:  # its first run may be the last piece's element (a cut one)
+            right_segment.append(*right[0])
+            right_segment.runs += right[1:]
+            right_segment.length = self.length - left_segment.length
+            right_segment.count = self.count + (1 if offset else 0) - left_segment.count
+        return left_segment, right_segment
 
     def replace_at(self, n, element):
         """Puts `element` in place of the C element that holds argument n."""

@@ -48,6 +48,7 @@ _NARROWER = {  # a type and the types it narrows to, in both intersection and un
     CHARACTER_INTEGER_NULL: (CHARACTER_NULL, CHARACTER, INTEGER_NULL, INTEGER),
     CHARACTER_NULL: (CHARACTER,), INTEGER_NULL: (INTEGER,), REAL: (INTEGER,),
 }
+_ANY = (OPTIONAL, OBJECT)  # the presence and type of an unconstrained element
 # What a frozen list keeps: its intersections, unions, normalized list, repeated lists.
 _MEET, _JOIN, _NORMAL, _REPEATED = "intersection", "union", "normalized", "repeated"
 
@@ -55,18 +56,20 @@ _MEET, _JOIN, _NORMAL, _REPEATED = "intersection", "union", "normalized", "repea
 class Undefined(Exception):
     """gettext's C code reads memory it has not set, or aborts, on this string: msgfmt's
     verdict on its arguments cannot be known (it reads on and reports a later syntax error,
-    or crashes: `~{~^~a~}~q` is refused for its `~q`, `~{~1@*~}~q` crashes it)."""
+    or crashes, aborts or loops: it refuses `~{~^~a~}~q` for its `~q`, and crashes on
+    `~{~1@*~}~q`)."""
 
 
 class ArgList:
     """format-lisp.c's `struct format_arg_list`. A frozen list (`freeze`) is never changed and
-    keeps what was computed from it (`_memo`); `copy` gives a list that may be."""
-    __slots__ = ("initial", "repeated", "_memo", "__weakref__")
+    keeps what was computed from it (`_memo`); `copy` gives a list that may be. A list that
+    `unite_exit` returned keeps what it united (`_united`)."""
+    __slots__ = ("initial", "repeated", "_memo", "_united", "__weakref__")
 
     def __init__(self, initial=None, repeated=None):
         self.initial = initial if initial is not None else Segment()
         self.repeated = repeated if repeated is not None else Segment()
-        self._memo = None
+        self._memo = self._united = None
 
     def copy(self):
         return ArgList(self.initial.copy(), self.repeated.copy())
@@ -309,14 +312,15 @@ def _backtrack_in_initial(arglist):
     return None
 
 
-def _aligned(segment1, segment2):
+def _aligned(segment1, segment2, start=0):
     """The steps of gettext's loops over two segments at once (make_intersected_list's and
     make_union_list's): each step pairs the current elements and takes the arguments both
     have left (the smaller count), until either segment ends. Yields (element1, element2,
     count, steps): `steps` such steps in a row, alike (a run of elements against a run of
-    equal repcount, or against one element that holds several of them)."""
+    equal repcount, or against one element that holds several of them). From run `start` of
+    both (the runs before take the same arguments)."""
     runs1, runs2 = segment1.runs, segment2.runs
-    index1 = index2 = 0  # the current runs
+    index1 = index2 = start  # the current runs
     within1 = within2 = 0  # the elements of them taken
     used1 = used2 = 0  # the arguments of the current elements taken
     while index1 < len(runs1) and index2 < len(runs2):
@@ -450,10 +454,31 @@ def _join_frozen(list1, list2):
 
 
 def _union_segments(segment1, segment2, into):
-    """Unites two segments element by element into `into`: the arguments united. A
-    generator for `run_nested`."""
-    taken = 0
-    for e1, e2, count, steps in _aligned(segment1, segment2):
+    """Unites two segments element by element into `into` (empty): the arguments united. A
+    generator for `run_nested`.
+
+    The union is normalized after (make_union_list), which merges equal neighbouring
+    elements: so what is united argument by argument may be taken in longer elements. The
+    runs both segments begin with unite into themselves (join(e, e) is e, but for a list of
+    lists) and are taken at once; and where what one segment has left is one unconstrained
+    element (optional, of any type), the other's rest unites with it into it (`_ANY`): a
+    `~[` clause's list united with the list before it (`~[~d` nested) costs what the
+    clause changed, not all of the list."""
+    runs1, runs2 = segment1.runs, segment2.runs
+    shared = length = count = 0
+    for run1, run2 in zip(runs1, runs2):
+        if run1 != run2 or run1[0][TYPE] == LIST:
+            break
+        shared, length, count = shared + 1, length + run1[0][COUNT] * run1[1], count + run1[1]
+    into.fill(runs1[:shared], length, count)
+    taken = length
+    for rest in (runs1[shared:], runs2[shared:]):
+        if len(rest) == 1 and rest[0][1] == 1 and rest[0][0][PRESENCE:TYPE + 1] == _ANY:
+            left = min(segment1.length, segment2.length) - taken
+            if left:
+                into.append((left, OPTIONAL, OBJECT, None))
+            return taken + left
+    for e1, e2, count, steps in _aligned(segment1, segment2, shared):
         if e1[TYPE] == e2[TYPE] == LIST:
             presence = REQUIRED if e1[PRESENCE] == e2[PRESENCE] == REQUIRED else OPTIONAL
             element = (count, presence, LIST, (yield _join_frozen(e1[SUBLIST], e2[SUBLIST])))
@@ -500,6 +525,67 @@ def _join_lists(list1, list2):
         result.repeated = (list1.repeated or list2.repeated).copy()
     normalize_outermost_list(result)
     return result
+
+
+def unite_exit(escape, exit_list):
+    """union(escape, exit_list) for a `~^`: `escape` unites the lists at the `~^`s before,
+    `exit_list` is the list ending at this one.
+
+    Both are finite where the `~^`'s position is known (the list ends there), and the union of
+    finite lists unites them argument by argument (then the longer's rest, its first argument
+    made optional). Uniting an argument's constraint with one it was united with before
+    changes nothing (join(join(e, x), x) is join(e, x), for every element but a list of
+    lists). So where `escape` is the list this function returned last, unchanged, the
+    arguments the runs of `exit_list` share with the exit list united then, up to the first
+    list of lists, keep `escape`'s constraints, and only the rest is united again: at a
+    `~^` after each directive (`~a~^` repeated) this takes time linear in the string, not
+    quadratic (the C code's). The result is that of make_union_list (both normalized: no
+    two neighbouring elements are equal)."""
+    if escape is None or exit_list is None or escape.repeated or exit_list.repeated:
+        return union(escape, exit_list)
+    exit_runs = list(exit_list.initial.runs)
+    united = escape._united
+    if united is None or escape.initial.runs != united[2]:
+        result = make_union_list(escape, exit_list)
+        shared = 0
+    else:
+        shared = _shared_runs(exit_runs, united[0], united[1])
+        start = exit_list.initial.length - sum(element[COUNT] * times
+                                              for element, times in exit_runs[shared:])
+        kept, escape_rest = escape.initial.split(start)
+        rest = make_union_list(ArgList(escape_rest), ArgList(exit_list.initial.split(start)[1]))
+        result = ArgList(_joined_normalized(kept, rest.initial))
+    first_list = next((index for index in range(shared, len(exit_runs))
+                       if exit_runs[index][0][TYPE] == LIST), len(exit_runs))
+    result._united = (exit_runs, first_list, list(result.initial.runs))
+    return result
+
+
+def _shared_runs(runs1, runs2, most):
+    """How many runs, `most` at the most, the two lists of runs begin with alike (their
+    slices compared at C speed, halving the range)."""
+    low, high = 0, min(len(runs1), len(runs2), most)
+    if runs1[:high] == runs2[:high]:
+        return high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if runs1[:middle] == runs2[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _joined_normalized(left, right):
+    """The segment of normalized segments `left` then `right`, normalized: their elements at
+    the seam merged if equal (normalize_outermost_list's merge, done there only)."""
+    runs = left.runs + right.runs
+    length, count = left.length + right.length, left.count + right.count
+    if left and right and equal_element(left.last(), right.first()):
+        at = len(left.runs) - 1
+        runs[at:at + 2] = [(with_count(left.last(), left.last()[COUNT] + right.first()[COUNT]), 1)]
+        count -= 1
+    return Segment._of_runs(runs, length, count)
 
 
 def make_union_with_empty_list(arglist):

@@ -31,10 +31,11 @@ _CHOICE_STOPS = re.compile(r"['|]")
 # msgfmt 0.21 (Debian's) reads a choice nested 12,186 levels deep with 4 MiB of stack and 3,454
 # with 2 MiB: about 240 bytes a level, after at most about 1.25 MB that the innermost levels
 # take for the copies xmalloca puts on the stack (those under 4 KB). With the default 8 MiB it
-# crashes past about 29,600 levels (a string of 385 KB at least: a level takes 13 bytes at
-# least, `{0,choice,0#}`), and its memory grows with the square of the depth (each level
-# copies what it holds: 3 GB at 15,384 levels). Given the stack and memory, it judges any
-# depth: so do these parsers, in memory linear in the depth.
+# would crash past about 29,600 levels (extrapolated: a string of 385 KB at least, a level
+# taking 13 bytes at least, `{0,choice,0#}`), and its memory grows with the square of the
+# depth (each level copies what it holds: 3 GB at 15,384 levels, about 8 GB at 29,600).
+# Given the stack and memory, it would judge any depth: these parsers do, in memory linear in
+# the depth.
 
 
 class _Text:

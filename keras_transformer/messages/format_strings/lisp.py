@@ -5,18 +5,17 @@ narrow the argument list constraints of `arglists`; format-scheme.c's parser is 
 its own simple directives (`scheme`). parse_upto calls itself for each directive that nests;
 here it is a generator that `run_nested` runs, so that a string is read however deep it nests.
 msgfmt 0.21 with the default 8 MiB stack crashes (SIGSEGV) on `~(` nested past 22,763 levels
-(Scheme: 23,815; each level is a parse_upto frame of about 370 bytes, and where the stack
+(Scheme: 23,814; each level is a parse_upto frame of about 370 bytes, and where the stack
 starts varies by a few levels) and judges such strings given a larger stack (`ulimit -s`):
 the verdict here is that one, whatever the depth.
 
 Where gettext's list operations read memory they never set (or abort), msgfmt's verdict on the
 arguments cannot be known (`arglists.Undefined`), but not on the syntax: `parse_arguments`
-reads the rest of the string for its syntax only (`SYNTAX_ONLY`), and a syntax error there is
-reported in msgfmt's words. msgfmt reports it too, unless the memory it read makes it crash
-first: it then gives no verdict at all, and the string is invalid all the same."""
+then reads the string again for its syntax only (`SYNTAX_ONLY`), and a syntax error anywhere
+in it is reported in msgfmt's words. msgfmt reports it too, unless it crashes, aborts or loops
+first on what it read; we refuse the string in every case."""
 
 import dataclasses
-from types import SimpleNamespace
 
 from keras_transformer.messages.format_strings import arglists as al
 from keras_transformer.messages.format_strings.common import bytes_view
@@ -225,7 +224,7 @@ class _Parser:
                     this_escape = arglist.copy()
                     if position >= 0:
                         this_escape = self.lists.add_end_constraint(this_escape, position)
-                    escape = self.lists.union(escape, this_escape)
+                    escape = self.lists.unite_exit(escape, this_escape)
                 if position >= 0:
                     arglist = self.lists.add_required_constraint(arglist, position)
             elif char == ";":
@@ -390,20 +389,23 @@ class _Unknown:
         return self
 
 
-def _unknown(*_):
-    return _UNKNOWN
-
-
 _UNKNOWN = _Unknown()
-# The list operations of a parse that reads the syntax only: every list is unknown, and no
-# argument is known to be required (so every `~^` may be taken).
-SYNTAX_ONLY = SimpleNamespace(
-    **{name: _unknown for name in (
-        "ArgList", "add_end_constraint", "add_req_type_constraint", "add_required_constraint",
-        "make_intersected_list", "make_repeated_list", "make_repeated_list_of_lists",
-        "make_unconstrained_list", "make_union_with_empty_list", "normalize_list", "shift_list",
-        "union")},
-    is_required=lambda *_: False)
+
+
+class _SyntaxOnly:
+    """The list operations of a parse that reads the syntax only: each of `arglists` gives an
+    unknown list, and no argument is known to be required (so every `~^` may be taken)."""
+
+    def __getattr__(self, name):
+        getattr(al, name)  # an operation of arglists, or AttributeError
+        return lambda *_: _UNKNOWN
+
+    @staticmethod
+    def is_required(*_):
+        return False
+
+
+SYNTAX_ONLY = _SyntaxOnly()
 
 
 def parse_arguments(text, dialect, encoding="utf-8"):
@@ -411,14 +413,20 @@ def parse_arguments(text, dialect, encoding="utf-8"):
 
     Raises:
         Invalid: msgfmt rejects the string (its reason).
-        arglists.Undefined: msgfmt's verdict on the arguments cannot be known, and the rest
-            of the string, read for its syntax only, is valid.
+        arglists.Undefined: msgfmt's verdict on the arguments cannot be known, and the
+            string, read again for its syntax only, is valid.
     """
     try:
         return list_arguments(text, dialect, encoding)
     except al.Undefined:
-        _parse(bytes_view(text, encoding), dialect, SYNTAX_ONLY)  # Invalid at a syntax error
+        read_syntax(text, dialect, encoding)
         raise
+
+
+def read_syntax(text, dialect, encoding="utf-8"):
+    """Reads a format string for its syntax only (`SYNTAX_ONLY`): raises Invalid, with
+    msgfmt's reason, at its first syntax error."""
+    _parse(bytes_view(text, encoding), dialect, SYNTAX_ONLY)
 
 
 def list_arguments(text, dialect, encoding="utf-8"):
