@@ -702,9 +702,10 @@ def _repeated_list(sublist, period):
             return make_union_with_empty_list(sublist)
         source, p, n = list(sublist.initial.elements()), period, sublist.initial.length
     else:
-        m = period // math.gcd(period, sublist.repeated.length)
+        loop = sublist.repeated.length  # gettext's Lp, read before the loop is unfolded
+        m = period // math.gcd(period, loop)
         unfold_loop(sublist, m)
-        p = m * sublist.repeated.length
+        p = m * loop
         count = sublist.repeated.count
         if count > sublist.initial.count:
             raise Undefined("make_repeated_list reads past the initial segment")
