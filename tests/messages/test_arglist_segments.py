@@ -66,3 +66,19 @@ def test_fill_is_for_an_empty_segment():
     segment = Segment.of([(1, REQUIRED, 0, None)])
     with pytest.raises(ValueError, match="empty segment"):
         segment.fill([], 0, 0)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_extend_appends_copies_of_the_elements(seed):
+    rng = random.Random(seed)
+    for _ in range(2000):
+        elements, other = random_elements(rng), random_elements(rng)
+        if other and rng.random() < 0.5:  # a loop whose first and last elements are equal
+            other.append(other[0])
+        times = rng.randint(0, 4)
+        segment, loop = Segment.of(elements), Segment.of(other)
+        segment.extend(loop, times)
+        assert_holds(segment, elements + other * times)
+        assert_holds(loop, other)  # the copied segment is left as it was
+        segment.append((1, REQUIRED, 0, None))  # and shares no list with it
+        assert_holds(loop, other)

@@ -15,6 +15,8 @@ from keras_transformer.messages.catalog_translation import translate_catalog
 from keras_transformer.messages.format_strings import java
 from keras_transformer.messages.format_strings import lisp
 from keras_transformer.messages.format_strings import scheme
+from keras_transformer.messages.format_strings import arglists
+from keras_transformer.messages.format_strings.arglists import TooLarge
 from keras_transformer.messages.format_strings.arglists import Undefined
 from keras_transformer.messages.format_strings.common import Invalid
 from keras_transformer.messages.message_checks import message_problem
@@ -251,6 +253,12 @@ def test_every_problem_msgfmt_finds_is_found_in_its_words_and_no_other(tmp_path,
     ("~{~a~a~a~}", "~{~a~a~}", "lisp-format", "format specifications in 'msgid' and 'msgstr' are not equivalent"),
     ("~{~a ~a ~a~}", "~{~a ~a ~a~}", "lisp-format", None),
     ("~{~a ~a ~a~}", "~a", "scheme-format", "format specifications in 'msgid' and 'msgstr' are not equivalent"),
+    # a loop of two elements rotated far (rotate_loop): 100,000 copies of it
+    ("~a", "~@{~a~d~}~100000@*~a", "lisp-format",
+     "format specifications in 'msgid' and 'msgstr' are not equivalent"),
+    ("~@{~a~d~}~100000@*~d", "~@{~a~d~}~100000@*~a", "lisp-format",
+     "format specifications in 'msgid' and 'msgstr' are not equivalent"),
+    ("~@{~a~d~}~100000@*~a", "~@{~a~d~}~100001@*~a", "lisp-format", None),
     ("~:[none~;~d~]", "~:[none~;~d", "lisp-format", "'msgstr' is not a valid Lisp format string, unlike "
      "'msgid'. Reason: Found '~\\' without matching '~]'."),
     ("~d", "~i", "scheme-format", "format specifications in 'msgid' and 'msgstr' are not equivalent"),
@@ -791,6 +799,29 @@ def test_a_syntax_error_after_gettexts_undefined_list_work_is_refused(tmp_path, 
     with pytest.raises(Undefined):  # its arguments unchecked, as before
         lisp.lisp_arguments(valid)
     assert _our_verdict(_entry_file(tmp_path, "lisp-format", "~a", valid)) == (True, None)
+
+
+def test_a_loop_copied_past_the_bound_leaves_the_arguments_unchecked(tmp_path):
+    """A loop rotated 50 million times makes a list of 100 million elements (msgfmt takes
+    2.4 GB and 3 s; we would take 7 GB): past `MAX_RUNS` runs the arguments are left
+    unchecked, at once, and the string is still read for its syntax."""
+    far = "~@{~a~d~}~100000000@*~a"
+    with pytest.raises(TooLarge):
+        lisp.lisp_arguments(far)
+    assert _our_verdict(_entry_file(tmp_path, "lisp-format", "~a", far)) == (True, None)
+    refused = _our_verdict(_entry_file(tmp_path, "lisp-format", "~a", far + "~q"))
+    assert refused == (False, 7)
+    lisp.lisp_arguments(far.replace("100000000", "10000"))  # within the bound: judged
+
+
+def test_the_bound_on_loop_copies_counts_runs(monkeypatch):
+    """The bound is on the runs a loop's copies make: a loop of one element makes one run
+    however far it is rotated or unfolded."""
+    monkeypatch.setattr(arglists, "MAX_RUNS", 1_000)
+    lisp.lisp_arguments("~@{~a~}~100000000@*~a")
+    lisp.lisp_arguments("~@{~a~d~}~990@*~a")  # 495 copies of two runs
+    with pytest.raises(TooLarge):
+        lisp.lisp_arguments("~@{~a~d~}~1010@*~a")  # 505 copies
 
 
 @pytest.mark.parametrize("msgid,msgstrs,line,problem", [

@@ -27,6 +27,7 @@ string's length (or worse) mostly takes linear time here, with the same results:
   they run on an explicit stack (`explicit_stack.run_nested`), as deep as lists nest."""
 
 import math
+import operator
 import weakref
 
 from keras_transformer.messages.format_strings.explicit_stack import collector_paused
@@ -58,6 +59,25 @@ class Undefined(Exception):
     verdict on its arguments cannot be known (it reads on and reports a later syntax error,
     or crashes, aborts or loops: it refuses `~{~^~a~}~q` for its `~q`, and crashes on
     `~{~1@*~}~q`)."""
+
+
+class TooLarge(Undefined):
+    """A loop would be copied into a list of more than `MAX_RUNS` runs of elements (a list
+    of a loop of two elements rotated 100 million times for `~@{~a~d~}~100000000@*~a`): the
+    arguments are left unchecked, as where gettext's verdict is unknown, rather than take
+    gigabytes (msgfmt takes 2.4 GB and 3 s there, and runs out of memory ten times further)."""
+
+
+# The most runs a loop's copies may make: a list of 16.8 million runs of elements takes about
+# 1.1 GB here (a run costs 8 bytes of reference and the lists are copied a few times over).
+MAX_RUNS = 1 << 24
+
+
+def _copy_loop(segment, loop, times):
+    """`segment.extend(loop, times)`, or TooLarge past `MAX_RUNS`."""
+    if len(loop.runs) > 1 and len(segment.runs) + len(loop.runs) * times > MAX_RUNS:
+        raise TooLarge(f"a loop copied {times} times")
+    segment.extend(loop, times)
 
 
 class ArgList:
@@ -120,9 +140,50 @@ def _combined(segment):
 def normalize_outermost_list(arglist):
     """Merges equal neighbours, shortens the loop's period (trying 2 only, as gettext does
     by incrementing n instead of m) and rolls the initial segment's tail into the loop."""
-    initial, rep = _combined(arglist.initial), _combined(arglist.repeated)
-    _normalize_elements(initial, rep)
-    arglist.initial, arglist.repeated = Segment.of(initial), Segment.of(rep)
+    rep = _combined(arglist.repeated)
+    if _is_combined(arglist.initial):  # what is left to do touches its end only
+        _normalize_elements(_End(arglist.initial), rep)
+    else:
+        initial = _combined(arglist.initial)
+        _normalize_elements(initial, rep)
+        arglist.initial = Segment.of(initial)
+    arglist.repeated = Segment.of(rep)
+
+
+def _is_combined(segment):
+    """Whether the segment's elements have no equal neighbours (merging changes nothing):
+    checked at C speed, as a list ten million elements long is (`~@{~a~d~}~10000000@*~a`)."""
+    runs = segment.runs
+    if any(times > 1 for _, times in runs):
+        return False
+    constraints = [element[PRESENCE:] for element, _ in runs]  # equal_element's fields
+    return all(map(operator.ne, constraints, constraints[1:]))
+
+
+class _End:
+    """A segment seen as the list of its elements (`_combined`'s) at its end, where
+    normalization's roll takes them from an initial segment."""
+    __slots__ = ("segment",)
+
+    def __init__(self, segment):
+        self.segment = segment
+
+    def __bool__(self):
+        return bool(self.segment)
+
+    def __getitem__(self, index):
+        if index != -1:
+            raise IndexError("a segment's end only")
+        return self.segment.last()
+
+    def __setitem__(self, index, element):
+        self.pop(index)
+        self.segment.append(element)
+
+    def pop(self, index=-1):
+        if index != -1:
+            raise IndexError("a segment's end only")
+        self.segment.pop_element()
 
 
 def _normalize_elements(initial, rep):
@@ -203,9 +264,7 @@ def is_empty_list(arglist):
 
 def unfold_loop(arglist, m):
     if m > 1:
-        loop = arglist.repeated.copy()
-        for _ in range(m - 1):
-            arglist.repeated.extend(loop)
+        _copy_loop(arglist.repeated, arglist.repeated.copy(), m - 1)
 
 
 def rotate_loop(arglist, m):
@@ -220,8 +279,7 @@ def rotate_loop(arglist, m):
         arglist.initial.append(with_count(rep.first(), m - have))
         return
     q, r = divmod(m - have, rep.length)
-    for _ in range(q):
-        arglist.initial.extend(rep)
+    _copy_loop(arglist.initial, rep, q)
     left, right = rep.split(r)
     arglist.initial.extend(left)
     if r > 0:
@@ -704,11 +762,11 @@ def _repeated_list(sublist, period):
     else:
         loop = sublist.repeated.length  # gettext's Lp, read before the loop is unfolded
         m = period // math.gcd(period, loop)
+        count = m * sublist.repeated.count  # the loop's elements once unfolded
+        if count > sublist.initial.count:  # known before unfolding a loop m times
+            raise Undefined("make_repeated_list reads past the initial segment")
         unfold_loop(sublist, m)
         p = m * loop
-        count = sublist.repeated.count
-        if count > sublist.initial.count:
-            raise Undefined("make_repeated_list reads past the initial segment")
         source = list(sublist.initial.elements())
         source += source[:count]  # gettext 0.21's slip
         n = sublist.initial.length + sublist.repeated.length
