@@ -18,7 +18,7 @@ time here (`arglists.unite_exit`): `~a~d~^` repeated to 20 KB, 1.9 s, as msgfmt.
 side by side on 2 shared cores, msgid and msgstr both parsed.)
 
 A loop of two arguments rotated to argument 10,000,000 (`~@{~a~d~}~10000000@*~a`, 22 bytes)
-makes a list ten million elements long: 9.8 s and about 650 MB here, with a test run on the
+makes a list ten million elements long: 9.8 s and about 920 MB here, with a test run on the
 other core (msgfmt 0.21: 0.54 s, 470 MB); to argument 100,000,000 the list would pass
 `arglists.MAX_RUNS` and the arguments are left unchecked at once (msgfmt: 4.8 s, 4.7 GB)."""
 

@@ -69,7 +69,7 @@ class TooLarge(Undefined):
 
 
 # The most runs a loop's copies may make: a list of 16.8 million runs of elements takes about
-# 1.1 GB here (a run costs 8 bytes of reference and the lists are copied a few times over).
+# 1.5 GB here (a run costs 8 bytes of reference, and the lists are copied a few times over).
 MAX_RUNS = 1 << 24
 
 
