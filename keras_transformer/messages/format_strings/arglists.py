@@ -4,8 +4,11 @@ elements that constrain `repcount` consecutive arguments (may the list end befor
 what type, for a list argument the constraints of its elements). The operations follow the
 C functions of the same names step by step, their slips included: normalization tries one
 period only (`for (m = 2; m <= n / 2; n++)`), and `make_repeated_list` takes the initial
-segment's elements for the repeated ones. Where the C code then reads memory it never set,
-`Undefined` is raised: msgfmt's verdict cannot be known.
+segment's elements for the repeated ones. Where that reads past the initial segment's
+elements, it reads what the C array still holds there: for the list of an iteration with a
+`~^` (`~{~^~a~}`), what make_union_list left in its array (`stale_slots`). Where the C code
+reads memory it never set, or a list it may have freed, `Undefined` is raised: msgfmt's
+verdict cannot be known.
 
 What differs is how the lists are kept, so that what the C code does in time quadratic in a
 string's length (or worse) mostly takes linear time here, with the same results:
@@ -57,7 +60,7 @@ _MEET, _JOIN, _NORMAL, _REPEATED = "intersection", "union", "normalized", "repea
 class Undefined(Exception):
     """gettext's C code reads memory it has not set, or aborts, on this string: msgfmt's
     verdict on its arguments cannot be known (it reads on and reports a later syntax error,
-    or crashes, aborts or loops: it refuses `~{~^~a~}~q` for its `~q`, and crashes on
+    or crashes, aborts or loops: it refuses `~{~^~2*~}~q` for its `~q`, and crashes on
     `~{~1@*~}~q`)."""
 
 
@@ -83,13 +86,15 @@ def _copy_loop(segment, loop, times):
 class ArgList:
     """format-lisp.c's `struct format_arg_list`. A frozen list (`freeze`) is never changed and
     keeps what was computed from it (`_memo`); `copy` gives a list that may be. A list that
-    `unite_exit` returned keeps what it united (`_united`)."""
-    __slots__ = ("initial", "repeated", "_memo", "_united", "__weakref__")
+    `unite_exit` returned keeps what it united (`_united`), and a list that `union` returned
+    what it needs to tell what gettext's C array of the initial segment holds past its
+    elements (`_slots`, read by `stale_slots`)."""
+    __slots__ = ("initial", "repeated", "_memo", "_united", "_slots", "__weakref__")
 
     def __init__(self, initial=None, repeated=None):
         self.initial = initial if initial is not None else Segment()
         self.repeated = repeated if repeated is not None else Segment()
-        self._memo = self._united = None
+        self._memo = self._united = self._slots = None
 
     def copy(self):
         return ArgList(self.initial.copy(), self.repeated.copy())
@@ -552,8 +557,10 @@ def make_union_list(list1, list2):
     return run_nested(_join_lists(list1, list2))
 
 
-def _join_lists(list1, list2):
-    """make_union_list, a generator for `run_nested`."""
+def _join_lists(list1, list2, keep_slots=False):
+    """make_union_list, a generator for `run_nested`; with `keep_slots`, the result keeps
+    what `stale_slots` needs (the two initial segments united and the loop, before
+    normalization)."""
     if list1.repeated and list2.repeated:
         _equalize_loops(list1, list2)
         m = max(list1.initial.length, list2.initial.length)
@@ -567,6 +574,7 @@ def _join_lists(list1, list2):
                     if a.repeated.first()[PRESENCE] == REQUIRED:
                         rotate_loop(a, a.initial.length + 1)
                 break
+    sources = (list1.initial.copy(), list2.initial.copy()) if keep_slots else None
     result = ArgList()
     taken = yield from _union_segments(list1.initial, list2.initial, result.initial)
     for arglist in (list1, list2):
@@ -581,7 +589,10 @@ def _join_lists(list1, list2):
         yield from _union_segments(list1.repeated, list2.repeated, result.repeated)
     else:
         result.repeated = (list1.repeated or list2.repeated).copy()
+    loop = result.repeated.copy() if keep_slots else None
     normalize_outermost_list(result)
+    if keep_slots:
+        result._slots = (result.initial, tuple(result.initial.runs), sources, loop)
     return result
 
 
@@ -656,10 +667,84 @@ def make_union_with_empty_list(arglist):
 
 
 def union(list1, list2):
-    """make_union_list where None (a contradiction) is no alternative."""
+    """make_union_list where None (a contradiction) is no alternative. The result keeps what
+    `stale_slots` needs to tell what its C array holds past its elements: a `~{`'s list is
+    this union's (of the list and its `~^` exits), and make_repeated_list reads past it."""
     if list1 is None or list2 is None:
-        return list2 if list1 is None else list1
-    return make_union_list(list1, list2)
+        result = list2 if list1 is None else list1
+        if result is not None:  # a list made before: what its array holds is not known here
+            result._slots = None
+        return result
+    return run_nested(_join_lists(list1, list2, keep_slots=True))
+
+
+_UNSET = None  # a slot of a C array that was allocated and never written
+
+
+def stale_slots(arglist):
+    """What gettext's C array of a list's initial segment holds past its elements, up to its
+    allocation (elements, or `_UNSET`), where the list is `union`'s result unchanged; else
+    None (unknown).
+
+    make_union_list appends the elements of its result one by one (the array growing from 0
+    to 1, 3, 7, ... slots: grow_initial_alloc), then normalizes it in place: merging equal
+    neighbours copies elements towards the start and leaves the array's tail as it was, and
+    rolling the tail into the loop drops elements from the end (the repcount of one dropped
+    in normalize_outermost_list's `while` loop is 0, as the loop leaves it). The result here
+    is made by other steps (runs, `_union_segments`' shortcuts), so the C array is made again
+    from the two segments united, element by element, as the C code makes it."""
+    record = arglist._slots
+    if (record is None or record[0] is not arglist.initial
+            or tuple(arglist.initial.runs) != record[1]):
+        return None
+    (segment1, segment2), loop = record[2], record[3]
+    elements, allocated, taken = [], 0, 0
+
+    def grow():  # grow_initial_alloc: room for one more element
+        nonlocal allocated
+        if len(elements) >= allocated:
+            allocated = max(2 * allocated + 1, len(elements) + 1)
+
+    for e1, e2, count, steps in _aligned(segment1, segment2):
+        if e1[TYPE] == e2[TYPE] == LIST:
+            presence = REQUIRED if e1[PRESENCE] == e2[PRESENCE] == REQUIRED else OPTIONAL
+            element = (count, presence, LIST, run_nested(_join_frozen(e1[SUBLIST], e2[SUBLIST])))
+        else:
+            element = _join_element(e1, e2, count)
+        for _ in range(steps):
+            grow()
+            elements.append(element)
+        taken += count * steps
+    for segment in (segment1, segment2):
+        if taken < segment.length:  # the longer's rest, its first argument made optional
+            rest = list(segment.split(taken)[1].elements())
+            if rest[0][PRESENCE] == REQUIRED:
+                grow()
+                elements.append(with_count(with_presence(rest[0], OPTIONAL), 1))
+                rest[:1] = [with_count(rest[0], rest[0][COUNT] - 1)] if rest[0][COUNT] > 1 else []
+            if len(elements) + len(rest) > allocated:  # ensure_initial_alloc
+                allocated = max(2 * allocated + 1, len(elements) + len(rest))
+            elements += rest
+            break
+    merged = _Dropped(_combined(Segment.of(elements)))  # step 1: slots [len(merged):] untouched
+    kept = len(merged)
+    _normalize_elements(merged, _combined(loop))
+    if len(merged) != arglist.initial.count:
+        return None  # not the list this function made again (cannot happen)
+    return merged.dropped[::-1] + elements[kept:] + [_UNSET] * (allocated - len(elements))
+
+
+class _Dropped(list):
+    """A list of elements that records the ones `pop` drops, last first."""
+
+    def __init__(self, elements):
+        super().__init__(elements)
+        self.dropped = []
+
+    def pop(self, index=-1):
+        element = super().pop(index)
+        self.dropped.append(element)
+        return element
 
 
 def is_required(arglist, n):
@@ -744,12 +829,23 @@ def make_repeated_list_of_lists(sublist):
 def make_repeated_list(sublist, period):
     """The union of 0, 1, 2, ... copies of sublist, each shifted by `period` more (consumes
     sublist), computed once for equal sublists and periods (a `~{...~}` repeated)."""
+    if _reads_past_initial(sublist, period):  # what it reads is the list's history, not its value
+        return _repeated_list(sublist, period)
     frozen = freeze(sublist)
     if (_REPEATED, period) not in frozen._memo:
         result = _repeated_list(sublist, period)
         frozen._memo[_REPEATED, period] = None if result is None else freeze(result)
     result = frozen._memo[_REPEATED, period]
     return None if result is None else result.copy()
+
+
+def _reads_past_initial(sublist, period):
+    """Whether make_repeated_list copies elements of the initial segment's array past its last
+    one (gettext 0.21's slip: it copies the loop's elements from the initial segment)."""
+    if not sublist.repeated:
+        return False
+    m = period // math.gcd(period, sublist.repeated.length)
+    return m * sublist.repeated.count > sublist.initial.count
 
 
 def _repeated_list(sublist, period):
@@ -763,12 +859,21 @@ def _repeated_list(sublist, period):
         loop = sublist.repeated.length  # gettext's Lp, read before the loop is unfolded
         m = period // math.gcd(period, loop)
         count = m * sublist.repeated.count  # the loop's elements once unfolded
-        if count > sublist.initial.count:  # known before unfolding a loop m times
-            raise Undefined("make_repeated_list reads past the initial segment")
+        initial = list(sublist.initial.elements())
+        if count > len(initial):  # the slots past the initial elements: known before unfolding
+            past = stale_slots(sublist)
+            if past is None or count - len(initial) > len(past):
+                raise Undefined("make_repeated_list reads past the initial segment")
+            initial += past[:count - len(initial)]
+            if any(element is _UNSET for element in initial):
+                raise Undefined("make_repeated_list reads a slot never set")
+            if any(element[TYPE] == LIST or element[COUNT] == 0 for element in initial):
+                # a list freed or shared (msgfmt's verdict unknown), or VERIFY_LIST aborts
+                raise Undefined("make_repeated_list reads a dropped list or element")
         unfold_loop(sublist, m)
         p = m * loop
         source = list(sublist.initial.elements())
-        source += source[:count]  # gettext 0.21's slip
+        source += initial[:count]  # gettext 0.21's slip
         n = sublist.initial.length + sublist.repeated.length
 
     def at(index):
