@@ -39,6 +39,7 @@ msgstr "%s öffnen"
 import bisect
 import codecs
 import dataclasses
+import itertools
 import os
 import re
 import unicodedata
@@ -629,11 +630,14 @@ class _Layout:
         if crlf:
             lines = [line[:-1] for line in ended] + lines[len(ended):]
         self.lines, self.newline = lines, ("\r\n" if crlf else "\n")
-        self.starts, offset = [], 0  # each physical line's offset in the text
-        for line in lines:
-            self.starts.append(offset)
-            offset += len(line) + len(self.newline)
+        # each physical line's offset in the text
+        self.starts = list(itertools.accumulate(
+            (len(line) + len(self.newline) for line in lines), initial=0))
+        offset = self.starts.pop()
         self.length = offset - (len(self.newline) if lines and not self.final_newline else 0)
+        if crlf or "\\\n" not in text:  # no line continues: each is a logical line
+            self.logical, self._segments = list(lines), None
+            return
         # For each logical line, where its physical lines begin: [(logical column, line)].
         self.logical, self._segments = [], []
         pieces, segments, width = [], [], 0  # width: the logical line's length so far
@@ -650,8 +654,10 @@ class _Layout:
 
     def physical(self, line, column):
         """The physical (line, column) of a logical one (both 0-based)."""
-        if line >= len(self._segments):
+        if line >= len(self.logical):
             return len(self.lines), 0
+        if self._segments is None:
+            return line, column
         segments = self._segments[line]
         at = bisect.bisect_right(segments, (column, len(self.lines))) - 1  # the last start <= column
         start, number = segments[max(at, 0)]
