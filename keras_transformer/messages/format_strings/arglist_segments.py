@@ -12,6 +12,7 @@ tracking those that hold no list (it untracks exact tuples only; a list of 100,0
 elements makes each full collection slower). Runs are canonical (neighbouring runs hold
 different elements), so equal segments have equal runs."""
 
+import itertools
 import operator
 
 COUNT, PRESENCE, TYPE, SUBLIST = range(4)  # an element's fields
@@ -51,15 +52,18 @@ class Segment:
     @classmethod
     def of(cls, elements):
         """The segment of C elements in order (equal neighbours become a run)."""
-        runs, length, count = [], 0, 0
-        for element in elements:
-            length, count = length + element[COUNT], count + 1
-            if runs and runs[-1][0] == element:
-                runs[-1] = (element, runs[-1][1] + 1)
-            else:
-                runs.append((element, 1))
+        elements = list(elements)
+        if any(map(operator.eq, elements, elements[1:])):
+            runs = []
+            for element in elements:
+                if runs and runs[-1][0] == element:
+                    runs[-1] = (element, runs[-1][1] + 1)
+                else:
+                    runs.append((element, 1))
+        else:  # at C speed: neighbours mostly differ
+            runs = list(zip(elements, itertools.repeat(1)))
         segment = cls()
-        segment.fill(runs, length, count)
+        segment.fill(runs, sum([element[COUNT] for element in elements]), len(elements))
         return segment
 
     def copy(self):
@@ -340,6 +344,11 @@ class Segment:
 
 
 def _totals(runs):
-    """(the arguments, the elements) of runs."""
+    """(the arguments, the elements) of runs: a few (most edits) in a loop, many at C speed."""
+    if len(runs) < 16:
+        length = count = 0
+        for element, times in runs:
+            length, count = length + element[COUNT] * times, count + times
+        return length, count
     times = [times for _, times in runs]
     return sum(map(operator.mul, [element[COUNT] for element, _ in runs], times)), sum(times)

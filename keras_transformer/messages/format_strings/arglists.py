@@ -132,13 +132,20 @@ def equal_list(list1, list2):
 
 def _combined(segment):
     """The segment's elements with equal neighbours merged (normalize_outermost_list's first
-    step), as a Python list."""
-    out = []
-    for element, times in segment.runs:
-        if out and equal_element(element, out[-1]):
-            out[-1] = with_count(out[-1], out[-1][COUNT] + element[COUNT] * times)
+    step), as a Python list (neighbours compared at C speed: most differ)."""
+    runs = segment.runs
+    elements = [with_count(element, element[COUNT] * times) if times > 1 else element
+                for element, times in runs]
+    constraints = [element[PRESENCE:] for element in elements]  # equal_element's fields
+    merges = list(map(operator.eq, constraints, constraints[1:]))
+    if not any(merges):
+        return elements
+    out = elements[:1]
+    for element, merge in zip(elements[1:], merges):
+        if merge:
+            out[-1] = with_count(out[-1], out[-1][COUNT] + element[COUNT])
         else:
-            out.append(with_count(element, element[COUNT] * times) if times > 1 else element)
+            out.append(element)
     return out
 
 
@@ -159,7 +166,7 @@ def _is_combined(segment):
     """Whether the segment's elements have no equal neighbours (merging changes nothing):
     checked at C speed, as a list ten million elements long is (`~@{~a~d~}~10000000@*~a`)."""
     runs = segment.runs
-    if any(times > 1 for _, times in runs):
+    if segment.count != len(runs):  # a run of more than one element
         return False
     constraints = [element[PRESENCE:] for element, _ in runs]  # equal_element's fields
     return all(map(operator.ne, constraints, constraints[1:]))
