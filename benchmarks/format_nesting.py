@@ -12,7 +12,7 @@ and the script exits 1; with WORD, only the shapes whose name holds it are timed
 Three shapes take time quadratic in their length in msgfmt (gettext's lists whose
 neighbouring elements all differ, copied and united at each directive) and are timed smaller.
 Two of them, clauses nested thousands deep, do here too: `~[~d` nested 1,000, 2,000 and 4,000
-deep takes 1.5, 5.9 and 27 s (msgfmt 0.21: 1.0 s at 2,000, 4.0 s at 4,000, 7.2 s and 2.4 GB at
+deep takes 1.5, 5.8 and 24 s (msgfmt 0.21: 1.0 s at 2,000, 4.0 s at 4,000, 7.2 s and 2.4 GB at
 10,000), random nesting 4,000 deep 11 s. The third, a `~^` after each directive, takes linear
 time here (`arglists.unite_exit`): `~a~d~^` repeated to 20 KB, 1.9 s, as msgfmt. (Measured
 side by side on 2 shared cores, msgid and msgstr both parsed.)
