@@ -82,3 +82,6 @@ def test_extend_appends_copies_of_the_elements(seed):
         assert_holds(loop, other)  # the copied segment is left as it was
         segment.append((1, REQUIRED, 0, None))  # and shares no list with it
         assert_holds(loop, other)
+        itself = Segment.of(other)  # a segment extended with itself
+        itself.extend(itself, times)
+        assert_holds(itself, other * (times + 1))

@@ -103,7 +103,7 @@ class Segment:
         copies of a loop): the runs are shared, not copied, and copied in a block, so that a
         loop of two elements rotated ten million times (`~@{~a~d~}~10000000@*~a`) takes 160 MB
         of references, not a run object each."""
-        runs = other.runs
+        runs, length, count = list(other.runs), other.length, other.count  # other may be self
         if times <= 0 or not runs:
             return
         if len(runs) == 1:  # one element: a longer run
@@ -116,8 +116,8 @@ class Segment:
             self.runs += (middle + [(last[0], last[1] + first[1])]) * (times - 1) + middle + [last]
         else:
             self.runs += runs[1:] + runs * (times - 1)
-        self.length += other.length * times - first[0][COUNT] * first[1]
-        self.count += other.count * times - first[1]
+        self.length += length * times - first[0][COUNT] * first[1]
+        self.count += count * times - first[1]
 
     def map_lists(self, function):
         """A segment whose list-typed elements hold `function(their list)` (the other runs

@@ -66,9 +66,10 @@ class Undefined(Exception):
 
 class TooLarge(Undefined):
     """A loop would be copied into a list of more than `MAX_RUNS` runs of elements (a list
-    of a loop of two elements rotated 100 million times for `~@{~a~d~}~100000000@*~a`): the
+    of a loop of two elements rotated 50 million times for `~@{~a~d~}~100000000@*~a`): the
     arguments are left unchecked, as where gettext's verdict is unknown, rather than take
-    gigabytes (msgfmt takes 2.4 GB and 3 s there, and runs out of memory ten times further)."""
+    gigabytes (msgfmt takes 4.7 GB and 4.8 s for an entry whose msgid and msgstr are that
+    string)."""
 
 
 # The most runs a loop's copies may make: a list of 16.8 million runs of elements takes about
@@ -276,7 +277,7 @@ def is_empty_list(arglist):
 
 def unfold_loop(arglist, m):
     if m > 1:
-        _copy_loop(arglist.repeated, arglist.repeated.copy(), m - 1)
+        _copy_loop(arglist.repeated, arglist.repeated, m - 1)
 
 
 def rotate_loop(arglist, m):
@@ -549,14 +550,31 @@ def _union_segments(segment1, segment2, into):
                 into.append((left, OPTIONAL, OBJECT, None))
             return taken + left
     for e1, e2, count, steps in _aligned(segment1, segment2, shared):
-        if e1[TYPE] == e2[TYPE] == LIST:
-            presence = REQUIRED if e1[PRESENCE] == e2[PRESENCE] == REQUIRED else OPTIONAL
-            element = (count, presence, LIST, (yield _join_frozen(e1[SUBLIST], e2[SUBLIST])))
-        else:
-            element = _join_element(e1, e2, count)
-        into.append(element, steps)
+        into.append((yield from _joined(e1, e2, count)), steps)
         taken += count * steps
     return taken
+
+
+def _joined(e1, e2, count):
+    """make_union_element of two elements, `count` arguments: a generator for `run_nested`
+    (a union of lists of lists)."""
+    if e1[TYPE] == e2[TYPE] == LIST:
+        presence = REQUIRED if e1[PRESENCE] == e2[PRESENCE] == REQUIRED else OPTIONAL
+        return (count, presence, LIST, (yield _join_frozen(e1[SUBLIST], e2[SUBLIST])))
+    return _join_element(e1, e2, count)
+
+
+def _union_rest(list1, list2, taken):
+    """What make_union_list copies after the arguments both initial segments have (`taken`):
+    (the first argument left, made optional, or None if it is optional; the elements after
+    it), of the longer segment; (None, an empty segment) where they end together."""
+    for arglist in (list1, list2):
+        if taken < arglist.initial.length:
+            rest = arglist.initial.split(taken)[1]
+            if rest.first()[PRESENCE] != REQUIRED:
+                return None, rest
+            return with_count(with_presence(rest.first(), OPTIONAL), 1), rest.split(1)[1]
+    return None, Segment()
 
 
 def make_union_list(list1, list2):
@@ -581,17 +599,13 @@ def _join_lists(list1, list2, keep_slots=False):
                     if a.repeated.first()[PRESENCE] == REQUIRED:
                         rotate_loop(a, a.initial.length + 1)
                 break
-    sources = (list1.initial.copy(), list2.initial.copy()) if keep_slots else None
+    sources = (ArgList(list1.initial.copy()), ArgList(list2.initial.copy())) if keep_slots else None
     result = ArgList()
     taken = yield from _union_segments(list1.initial, list2.initial, result.initial)
-    for arglist in (list1, list2):
-        if taken < arglist.initial.length:
-            rest = arglist.initial.split(taken)[1]
-            if rest.first()[PRESENCE] == REQUIRED:
-                result.initial.append(with_count(with_presence(rest.first(), OPTIONAL), 1))
-                rest = rest.split(1)[1]
-            result.initial.extend(rest)
-            break
+    first, rest = _union_rest(list1, list2, taken)
+    if first is not None:
+        result.initial.append(first)
+    result.initial.extend(rest)
     if list1.repeated and list2.repeated:
         yield from _union_segments(list1.repeated, list2.repeated, result.repeated)
     else:
@@ -704,7 +718,7 @@ def stale_slots(arglist):
     if (record is None or record[0] is not arglist.initial
             or tuple(arglist.initial.runs) != record[1]):
         return None
-    (segment1, segment2), loop = record[2], record[3]
+    (list1, list2), loop = record[2], record[3]
     elements, allocated, taken = [], 0, 0
 
     def grow():  # grow_initial_alloc: room for one more element
@@ -712,31 +726,23 @@ def stale_slots(arglist):
         if len(elements) >= allocated:
             allocated = max(2 * allocated + 1, len(elements) + 1)
 
-    for e1, e2, count, steps in _aligned(segment1, segment2):
-        if e1[TYPE] == e2[TYPE] == LIST:
-            presence = REQUIRED if e1[PRESENCE] == e2[PRESENCE] == REQUIRED else OPTIONAL
-            element = (count, presence, LIST, run_nested(_join_frozen(e1[SUBLIST], e2[SUBLIST])))
-        else:
-            element = _join_element(e1, e2, count)
+    for e1, e2, count, steps in _aligned(list1.initial, list2.initial):
+        element = run_nested(_joined(e1, e2, count))
         for _ in range(steps):
             grow()
             elements.append(element)
         taken += count * steps
-    for segment in (segment1, segment2):
-        if taken < segment.length:  # the longer's rest, its first argument made optional
-            rest = list(segment.split(taken)[1].elements())
-            if rest[0][PRESENCE] == REQUIRED:
-                grow()
-                elements.append(with_count(with_presence(rest[0], OPTIONAL), 1))
-                rest[:1] = [with_count(rest[0], rest[0][COUNT] - 1)] if rest[0][COUNT] > 1 else []
-            if len(elements) + len(rest) > allocated:  # ensure_initial_alloc
-                allocated = max(2 * allocated + 1, len(elements) + len(rest))
-            elements += rest
-            break
+    first, rest = _union_rest(list1, list2, taken)
+    if first is not None:
+        grow()
+        elements.append(first)
+    if len(elements) + rest.count > allocated:  # ensure_initial_alloc
+        allocated = max(2 * allocated + 1, len(elements) + rest.count)
+    elements += rest.elements()
     merged = _Dropped(_combined(Segment.of(elements)))  # step 1: slots [len(merged):] untouched
     kept = len(merged)
     _normalize_elements(merged, _combined(loop))
-    if len(merged) != arglist.initial.count:
+    if merged != list(arglist.initial.elements()):
         return None  # not the list this function made again (cannot happen)
     return merged.dropped[::-1] + elements[kept:] + [_UNSET] * (allocated - len(elements))
 
@@ -871,12 +877,13 @@ def _repeated_list(sublist, period):
             past = stale_slots(sublist)
             if past is None or count - len(initial) > len(past):
                 raise Undefined("make_repeated_list reads past the initial segment")
-            initial += past[:count - len(initial)]
-            if any(element is _UNSET for element in initial):
+            past = past[:count - len(initial)]
+            if any(element is _UNSET for element in past):
                 raise Undefined("make_repeated_list reads a slot never set")
-            if any(element[TYPE] == LIST or element[COUNT] == 0 for element in initial):
+            if any(element[TYPE] == LIST or element[COUNT] == 0 for element in past):
                 # a list freed or shared (msgfmt's verdict unknown), or VERIFY_LIST aborts
                 raise Undefined("make_repeated_list reads a dropped list or element")
+            initial += past
         unfold_loop(sublist, m)
         p = m * loop
         source = list(sublist.initial.elements())
