@@ -176,10 +176,12 @@ def reference_modules(directory):
 
 
 def judge_both(new, old, text, reference):
-    """(our outcome of `text`, the reference's, "same" or "from the slots" or "different").
-    "from the slots": the reference left it unchecked where gettext reads past a union's
-    list, and ours is judged from what the C array holds there (`arglists.stale_slots`),
-    and without that is the reference's."""
+    """(our outcome of `text`, the reference's, "same", "from the slots", "a rotated loop's
+    array broken" or "different"). "from the slots": the reference left it unchecked where
+    gettext reads past a union's list, and ours is judged from what the C array holds there
+    (`arglists.stale_slots`), and without that is the reference's. "a rotated loop's array
+    broken": ours is unchecked where gettext's rotate_loop leaves a wrong count or size
+    (`arglists.array_broken`), and without that check is the reference's."""
     mine = outcome(new, text, Invalid, arglists.Undefined)
     old_one = outcome(old, text, reference["common"].Invalid, reference["arglists"].Undefined)
     if alike(mine, old_one, reference):
@@ -189,6 +191,11 @@ def judge_both(new, old, text, reference):
         without_slots = outcome(new, text, Invalid, arglists.Undefined)
     if old_one[0] == "unchecked" and alike(without_slots, old_one, reference):
         return mine, old_one, "from the slots"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arglists, "array_broken", lambda reason: None)
+        without_the_check = outcome(new, text, Invalid, arglists.Undefined)
+    if mine[0] == "unchecked" and alike(without_the_check, old_one, reference):
+        return mine, old_one, "a rotated loop's array broken"
     return mine, old_one, "different"
 
 
@@ -237,6 +244,13 @@ def compare(reference, count, seed, deepest=8):
                         except module.Undefined:
                             verdicts.append("unchecked")
                     compared += 1
+                    if verdicts[0] == "unchecked" != verdicts[1]:
+                        with pytest.MonkeyPatch.context() as patch:  # (see judge_both)
+                            patch.setattr(arglists, "array_broken", lambda reason: None)
+                            pair = [new(text) for text in (msgid, msgstr)]
+                            if arglists.compare_lists(*pair, strict, ("msgid", "msgstr")) == verdicts[1]:
+                                counts[language, "a rotated loop's array broken"] += 1
+                                continue
                     if verdicts[0] != verdicts[1]:
                         differences.append((language, (msgid, msgstr, strict), *verdicts))
     for _ in range(2 * count):

@@ -901,6 +901,25 @@ def test_iterations_that_read_past_their_list_are_judged_as_msgfmt_judges_them(t
     assert refused > 5
 
 
+@pytest.mark.parametrize("text,signal_number", [
+    ("~@{~a~a~a~}~1@*~a", signal.SIGABRT),  # the loop's count left short: VERIFY_LIST aborts
+    ("~@{~a~d~d~}~4@*~a", signal.SIGABRT),
+    ("~b~@{~2*~r~v^~va~#^~^~}~3@*~a", signal.SIGSEGV),  # the loop written past its array
+])
+def test_strings_whose_rotated_loop_gettext_breaks_are_left_unchecked(tmp_path, text,
+                                                                      signal_number):
+    """gettext 0.21's rotate_loop gives a loop a new array but leaves its count (where it cut
+    an element in two) and its size as they were: msgfmt aborts, or grows the loop in place
+    past its array and crashes. Such arguments are left unchecked (they were judged before),
+    and the syntax is still read."""
+    path = _entry_file(tmp_path, "lisp-format", text, text)
+    assert _msgfmt_on_stack(path)[0] == -signal_number
+    with pytest.raises(Undefined, match="rotate_loop splits|rotated loop may grow"):
+        lisp.list_arguments(text, lisp.COMMON_LISP)
+    assert _our_verdict(path) == (True, None)
+    assert _our_verdict(_entry_file(tmp_path, "lisp-format", text, text + "~q")) == (False, 7)
+
+
 def test_the_slots_past_a_union_are_what_make_union_list_left_there():
     """Traced by hand through format-lisp.c: the first list's loop is unfolded twice (to the
     second's period, 2) and the second's rotated to 8 arguments (one element of repcount 8,

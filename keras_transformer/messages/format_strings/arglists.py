@@ -89,13 +89,15 @@ class ArgList:
     keeps what was computed from it (`_memo`); `copy` gives a list that may be. A list that
     `unite_exit` returned keeps what it united (`_united`), and a list that `union` returned
     what it needs to tell what gettext's C array of the initial segment holds past its
-    elements (`_slots`, read by `stale_slots`)."""
-    __slots__ = ("initial", "repeated", "_memo", "_united", "_slots", "__weakref__")
+    elements (`_slots`, read by `stale_slots`). A list whose loop rotate_loop moved to a new
+    array keeps that array's size (`_loop_block`, see `_check_loop_growth`)."""
+    __slots__ = ("initial", "repeated", "_memo", "_united", "_slots", "_loop_block",
+                 "__weakref__")
 
     def __init__(self, initial=None, repeated=None):
         self.initial = initial if initial is not None else Segment()
         self.repeated = repeated if repeated is not None else Segment()
-        self._memo = self._united = self._slots = None
+        self._memo = self._united = self._slots = self._loop_block = None
 
     def copy(self):
         return ArgList(self.initial.copy(), self.repeated.copy())
@@ -155,11 +157,12 @@ def normalize_outermost_list(arglist):
     by incrementing n instead of m) and rolls the initial segment's tail into the loop."""
     rep = _combined(arglist.repeated)
     if _is_combined(arglist.initial):  # what is left to do touches its end only
-        _normalize_elements(_End(arglist.initial), rep)
+        peak = _normalize_elements(_End(arglist.initial), rep)
     else:
         initial = _combined(arglist.initial)
-        _normalize_elements(initial, rep)
+        peak = _normalize_elements(initial, rep)
         arglist.initial = Segment.of(initial)
+    _check_loop_growth(arglist, peak)
     arglist.repeated = Segment.of(rep)
 
 
@@ -200,9 +203,12 @@ class _End:
 
 
 def _normalize_elements(initial, rep):
-    """normalize_outermost_list after its merges, on Python lists of elements."""
+    """normalize_outermost_list after its merges, on Python lists of elements: returns the
+    most elements the loop held (its array grows by one where an element moves to its
+    start)."""
+    peak = len(rep)
     if not rep:
-        return
+        return peak
     n, extra = len(rep), 0
     if n > 1 and equal_element(rep[0], rep[n - 1]):
         extra, n = rep[n - 1][COUNT], n - 1
@@ -222,19 +228,21 @@ def _normalize_elements(initial, rep):
     if len(rep) == 1:
         if initial and equal_element(initial[-1], rep[0]):
             initial.pop()
-        return
+        return peak
     while initial and equal_element(initial[-1], rep[-1]):
         moved = min(initial[-1][COUNT], rep[-1][COUNT])
         if equal_element(rep[0], rep[-1]):
             rep[0] = with_count(rep[0], rep[0][COUNT] + moved)
         else:
             rep.insert(0, with_count(rep[-1], moved))
+            peak = max(peak, len(rep))
         rep[-1] = with_count(rep[-1], rep[-1][COUNT] - moved)
         if rep[-1][COUNT] == 0:
             rep.pop()
         initial[-1] = with_count(initial[-1], initial[-1][COUNT] - moved)
         if initial[-1][COUNT] == 0:
             initial.pop()
+    return peak
 
 
 def normalize_list(arglist):
@@ -277,6 +285,7 @@ def is_empty_list(arglist):
 
 def unfold_loop(arglist, m):
     if m > 1:
+        _check_loop_growth(arglist, m * arglist.repeated.count)
         _copy_loop(arglist.repeated, arglist.repeated, m - 1)
 
 
@@ -292,12 +301,35 @@ def rotate_loop(arglist, m):
         arglist.initial.append(with_count(rep.first(), m - have))
         return
     q, r = divmod(m - have, rep.length)
-    _copy_loop(arglist.initial, rep, q)
     left, right = rep.split(r)
+    if left.count + right.count > rep.count:
+        # r cuts an element in two: gettext 0.21 puts both parts in the rotated loop's new
+        # array, but leaves its count as it was, so that the loop's elements no longer add
+        # up to its length (msgfmt aborts at the next VERIFY_LIST: `~@{~a~a~a~}~1@*~a`)
+        array_broken("rotate_loop splits an element of the loop")
+    _copy_loop(arglist.initial, rep, q)
     arglist.initial.extend(left)
     if r > 0:
         right.extend(left)
         arglist.repeated = right
+        arglist._loop_block = right.count  # the new array's size; `allocated` stays as it was
+
+
+def _check_loop_growth(arglist, count):
+    """Undefined where a loop's array would grow to `count` elements in place after
+    rotate_loop gave it a new array: gettext 0.21 leaves `allocated` as it was (it may be
+    more than the new array holds), so ensure_repeated_alloc may not reallocate, and the loop
+    is written past its array (msgfmt corrupts its heap: `~b~@{~2*~r~v^~va~#^~^~}~3@*~a`)."""
+    if arglist._loop_block is not None and count > arglist._loop_block:
+        array_broken("a rotated loop may grow past its array")
+
+
+def array_broken(reason):
+    """Raises Undefined: gettext 0.21's rotate_loop leaves an array's count or size wrong
+    here (msgfmt aborts, or writes past the array). Where gettext's `allocated` was no more
+    than the new array holds, it reallocates and judges the string: that is not known here,
+    so such strings are left unchecked."""
+    raise Undefined(reason)
 
 
 def initial_splitelement(arglist, n):
