@@ -920,6 +920,31 @@ def test_strings_whose_rotated_loop_gettext_breaks_are_left_unchecked(tmp_path, 
     assert _our_verdict(_entry_file(tmp_path, "lisp-format", text, text + "~q")) == (False, 7)
 
 
+@pytest.mark.parametrize("flag,msgid,msgstr,problem", [
+    # the loop of 7 rotated by 2 cuts its element of 6: make_intersected_list walks the
+    # loop, one element short, against the other's 7 and ends apart: its ASSERT aborts
+    ("lisp-format", "~@{~a~a~a~a~a~a~a~}", "~c~c", None),
+    # the walk finds a contradiction before the loops end: msgfmt judges it, as we do
+    ("scheme-format", "~@{~$~$~$~$~$~$~$~}",
+     "~#^~#^~#^~r~r~r~r~r~r~r~1{~r~}~[x~!~o~;~]~1{~r~}~[x~!~o~;~]",
+     "format specifications in 'msgstr[0]' are not a subset of those in 'msgid_plural'"),
+])
+def test_an_intersection_whose_loop_rotate_loop_cut_short_is_judged_as_msgfmt_judges_it(
+        tmp_path, flag, msgid, msgstr, problem):
+    """A form that serves one count is compared with the msgid by intersection: where
+    rotate_loop cut a loop's element, gettext walks that loop one element short."""
+    path = tmp_path / "t.po"
+    path.write_text(f"{HEADER}\"Plural-Forms: nplurals=2; plural=(n != 1);\\n\"\n\n#, {flag}\n"
+                    f"msgid {quote(msgid)}\nmsgid_plural {quote(msgid)}\n"
+                    f"msgstr[0] {quote(msgstr)}\nmsgstr[1] {quote(msgid)}\n", encoding="utf-8")
+    status, theirs = _msgfmt_on_stack(path)
+    ours = dict(catalog_problems(parse_po(path.read_text(encoding="utf-8"), str(path))))
+    if problem is None:
+        assert status == -signal.SIGABRT and ours == {}
+    else:
+        assert (status, theirs) == (1, {9: [problem]}) and ours == {9: problem}
+
+
 def test_the_slots_past_a_union_are_what_make_union_list_left_there():
     """Traced by hand through format-lisp.c: the first list's loop is unfolded twice (to the
     second's period, 2) and the second's rotated to 8 arguments (one element of repcount 8,

@@ -289,8 +289,11 @@ def unfold_loop(arglist, m):
         _copy_loop(arglist.repeated, arglist.repeated, m - 1)
 
 
-def rotate_loop(arglist, m):
-    """Makes the initial segment m long, taking from the loop (which must not be empty)."""
+def rotate_loop(arglist, m, cut=None):
+    """Makes the initial segment m long, taking from the loop (which must not be empty).
+    Where that cuts an element of the loop in two, gettext 0.21 leaves the loop's count one
+    short (the cut's second part, at the loop's end, is not counted): `array_broken`, or,
+    given a list `cut`, the list is put in it (make_intersected_list reads on)."""
     have = arglist.initial.length
     if m == have:
         return
@@ -306,7 +309,9 @@ def rotate_loop(arglist, m):
         # r cuts an element in two: gettext 0.21 puts both parts in the rotated loop's new
         # array, but leaves its count as it was, so that the loop's elements no longer add
         # up to its length (msgfmt aborts at the next VERIFY_LIST: `~@{~a~a~a~}~1@*~a`)
-        array_broken("rotate_loop splits an element of the loop")
+        if cut is None:
+            array_broken("rotate_loop splits an element of the loop")
+        cut.append(arglist)
     _copy_loop(arglist.initial, rep, q)
     arglist.initial.extend(left)
     if r > 0:
@@ -492,11 +497,12 @@ def _meet_lists(list1, list2):
     """make_intersected_list, a generator for `run_nested`."""
     if list1.repeated and list2.repeated:
         _equalize_loops(list1, list2)
+    cut = []  # the lists whose loop gettext counts one element short (see rotate_loop)
     if list1.repeated or list2.repeated:
         m = max(list1.initial.length, list2.initial.length)
         for arglist in (list1, list2):
             if arglist.repeated:
-                rotate_loop(arglist, m)
+                rotate_loop(arglist, m, cut)
     result = ArgList()
     failed, taken = yield from _intersect_segments(list1.initial, list2.initial, result.initial)
     if failed is not None or not (list1.repeated and list2.repeated):
@@ -510,8 +516,11 @@ def _meet_lists(list1, list2):
         if failed == REQUIRED:
             result = _backtrack_in_initial(result)
     else:
-        failed, _ = yield from _intersect_segments(list1.repeated, list2.repeated,
-                                                   result.repeated)
+        loops = [arglist.repeated.split(arglist.repeated.length - arglist.repeated.last()[COUNT])[0]
+                 if arglist in cut else arglist.repeated for arglist in (list1, list2)]
+        failed, _ = yield from _intersect_segments(*loops, result.repeated)
+        if failed is None and loops[0].length != loops[1].length:  # they end apart
+            array_broken("make_intersected_list's loops end apart (its ASSERT aborts)")
         if failed is not None:
             result.initial.extend(result.repeated)
             result.repeated = Segment()
