@@ -8,6 +8,7 @@ The reference is read from git (skipped where the repository's history lacks it)
 with more strings: `python tests/messages/test_format_strings_differential.py COUNT SEED`."""
 
 import collections
+import contextlib
 import importlib
 import pathlib
 import random
@@ -191,12 +192,25 @@ def judge_both(new, old, text, reference):
         without_slots = outcome(new, text, Invalid, arglists.Undefined)
     if old_one[0] == "unchecked" and alike(without_slots, old_one, reference):
         return mine, old_one, "from the slots"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(arglists, "array_broken", lambda reason: None)
+    with without_array_checks():
         without_the_check = outcome(new, text, Invalid, arglists.Undefined)
     if mine[0] == "unchecked" and alike(without_the_check, old_one, reference):
         return mine, old_one, "a rotated loop's array broken"
     return mine, old_one, "different"
+
+
+@contextlib.contextmanager
+def without_array_checks():
+    """`arglists.array_broken` a no-op; what the lists computed meanwhile keep (frozen lists'
+    intersections, unions, repeated lists) is forgotten after, so that no later reading
+    reuses a result computed without the check."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arglists, "array_broken", lambda reason: None)
+        try:
+            yield
+        finally:
+            for frozen in list(arglists._FROZEN.values()):
+                frozen._memo.clear()
 
 
 def alike(mine, old_one, reference):
@@ -245,8 +259,7 @@ def compare(reference, count, seed, deepest=8):
                             verdicts.append("unchecked")
                     compared += 1
                     if verdicts[0] == "unchecked" != verdicts[1]:
-                        with pytest.MonkeyPatch.context() as patch:  # (see judge_both)
-                            patch.setattr(arglists, "array_broken", lambda reason: None)
+                        with without_array_checks():  # (see judge_both)
                             pair = [new(text) for text in (msgid, msgstr)]
                             if arglists.compare_lists(*pair, strict, ("msgid", "msgstr")) == verdicts[1]:
                                 counts[language, "a rotated loop's array broken"] += 1

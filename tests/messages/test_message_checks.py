@@ -268,6 +268,11 @@ def test_every_problem_msgfmt_finds_is_found_in_its_words_and_no_other(tmp_path,
      "format specifications in 'msgid' and 'msgstr' are not equivalent"),
     ("~b~{~v,v^~}", "x", "lisp-format", "format specifications in 'msgid' and 'msgstr' are not equivalent"),
     ("~{~^~a~}", "~{~^~a~}", "lisp-format", None),
+    # the escape's list rotated to a `~^` cuts the loop's element: add_end_constraint reads
+    # the short loop's first element and drops the loop (no abort)
+    ("~@{~a~a~a~}~2@*~^~a", "~d", "lisp-format",
+     "format specifications in 'msgid' and 'msgstr' are not equivalent"),
+    ("~@{~a~a~a~}~2@*~^~a", "~@{~a~a~a~}~2@*~^~a", "lisp-format", None),
     # a list element before the slots read (a list of the array's own, not one dropped)
     ("~{~{~a~}~^~a~}", "~a", "lisp-format", "format specifications in 'msgid' and 'msgstr' are not equivalent"),
     ("~a", "~{~{~a~}~^~a~}", "lisp-format", "format specifications in 'msgid' and 'msgstr' are not equivalent"),

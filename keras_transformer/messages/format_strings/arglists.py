@@ -293,7 +293,8 @@ def rotate_loop(arglist, m, cut=None):
     """Makes the initial segment m long, taking from the loop (which must not be empty).
     Where that cuts an element of the loop in two, gettext 0.21 leaves the loop's count one
     short (the cut's second part, at the loop's end, is not counted): `array_broken`, or,
-    given a list `cut`, the list is put in it (make_intersected_list reads on)."""
+    given a list `cut`, the list is put in it (make_intersected_list walks the short loop;
+    add_end_constraint drops the loop)."""
     have = arglist.initial.length
     if m == have:
         return
@@ -308,7 +309,8 @@ def rotate_loop(arglist, m, cut=None):
     if left.count + right.count > rep.count:
         # r cuts an element in two: gettext 0.21 puts both parts in the rotated loop's new
         # array, but leaves its count as it was, so that the loop's elements no longer add
-        # up to its length (msgfmt aborts at the next VERIFY_LIST: `~@{~a~a~a~}~1@*~a`)
+        # up to its length (msgfmt aborts at the next VERIFY_LIST or ASSERT on it:
+        # `~@{~a~a~a~}~1@*~a`)
         if cut is None:
             array_broken("rotate_loop splits an element of the loop")
         cut.append(arglist)
@@ -332,15 +334,15 @@ def _check_loop_growth(arglist, count):
 def array_broken(reason):
     """Raises Undefined: gettext 0.21's rotate_loop leaves an array's count or size wrong
     here (msgfmt aborts, or writes past the array). Where gettext's `allocated` was no more
-    than the new array holds, it reallocates and judges the string: that is not known here,
-    so such strings are left unchecked."""
+    than the new array holds, it reallocates and judges the string: `allocated` is not
+    modelled here, so such strings are left unchecked."""
     raise Undefined(reason)
 
 
-def initial_splitelement(arglist, n):
-    """Makes argument n start an element of the initial segment."""
+def initial_splitelement(arglist, n, cut=None):
+    """Makes argument n start an element of the initial segment (`cut`: see rotate_loop)."""
     if n > arglist.initial.length:
-        rotate_loop(arglist, n)
+        rotate_loop(arglist, n, cut)
     arglist.initial.split_at(n)
 
 
@@ -837,7 +839,8 @@ def add_end_constraint(arglist, n):
     """The list ends before argument n."""
     if arglist is None or not arglist.repeated and arglist.initial.length <= n:
         return arglist
-    initial_splitelement(arglist, n)
+    # a loop cut short reads as the whole loop here: its first element, then none of it
+    initial_splitelement(arglist, n, cut=[])
     presence = (arglist.initial.element_at(n) if n < arglist.initial.length
                 else arglist.repeated.first())[PRESENCE]
     arglist.initial.truncate(n)
@@ -883,8 +886,8 @@ def make_repeated_list_of_lists(sublist):
 def make_repeated_list(sublist, period):
     """The union of 0, 1, 2, ... copies of sublist, each shifted by `period` more (consumes
     sublist), computed once for equal sublists and periods (a `~{...~}` repeated)."""
-    if _reads_past_initial(sublist, period):  # what it reads is the list's history, not its value
-        return _repeated_list(sublist, period)
+    if _reads_past_initial(sublist, period) or sublist._loop_block is not None:
+        return _repeated_list(sublist, period)  # the list's history matters, not only its value
     frozen = freeze(sublist)
     if (_REPEATED, period) not in frozen._memo:
         result = _repeated_list(sublist, period)
