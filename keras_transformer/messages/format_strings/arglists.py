@@ -916,7 +916,8 @@ def _repeated_list(sublist, period):
         loop = sublist.repeated.length  # gettext's Lp, read before the loop is unfolded
         m = period // math.gcd(period, loop)
         count = m * sublist.repeated.count  # the loop's elements once unfolded
-        initial = list(sublist.initial.elements())
+        initial = list(sublist.initial.elements())  # (unfolding the loop leaves these)
+        copied = initial  # the array the slip copies the loop's elements from
         if count > len(initial):  # the slots past the initial elements: known before unfolding
             past = stale_slots(sublist)
             if past is None or count - len(initial) > len(past):
@@ -927,11 +928,10 @@ def _repeated_list(sublist, period):
             if any(element[TYPE] == LIST or element[COUNT] == 0 for element in past):
                 # a list freed or shared (msgfmt's verdict unknown), or VERIFY_LIST aborts
                 raise Undefined("make_repeated_list reads a dropped list or element")
-            initial += past
+            copied = initial + past
         unfold_loop(sublist, m)
         p = m * loop
-        source = list(sublist.initial.elements())
-        source += initial[:count]  # gettext 0.21's slip
+        source = initial + copied[:count]  # gettext 0.21's slip
         n = sublist.initial.length + sublist.repeated.length
 
     def at(index):
