@@ -19,9 +19,11 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARKER = "<!-- install -->"
@@ -54,6 +56,26 @@ def backend_of(argv):
 def with_wheel(argv, wheel):
     """The line with the project's wheel in place of the checkout: `.[jax]` -> `<wheel>[jax]`."""
     return [f"{wheel}{arg[1:]}" if arg.startswith(".[") else arg for arg in argv]
+
+
+def pip_environment(argv, environment=None):
+    """The environment to run a line's `pip install` in: `environment` (default `os.environ`),
+    with `PIP_RETRIES=0` where an index the line names (`--extra-index-url`, `--index-url`)
+    has a host name that does not resolve. On a machine without that network pip would retry
+    the host five times, with back-off, for every package it looks up (about 8 s each, two
+    minutes for the PyTorch line) before taking the package from the indexes it can reach."""
+    environment = dict(os.environ if environment is None else environment)
+    urls = [url for option, url in zip(argv, argv[1:])
+            if option in ("--extra-index-url", "--index-url", "-i")]
+    for url in urls:
+        host = urllib.parse.urlsplit(url).hostname
+        if not host:
+            continue
+        try:
+            socket.getaddrinfo(host, None)
+        except OSError:
+            environment["PIP_RETRIES"] = "0"
+    return environment
 
 
 def build_wheel(out):
@@ -108,7 +130,7 @@ def main():
             venv = os.path.join(scratch, "venv")
             python = fresh_venv(venv)
             run = subprocess.run([python, "-m", *with_wheel(argv, wheel)], capture_output=True,
-                                 text=True)
+                                 text=True, env=pip_environment(argv))
             if run.returncode:
                 print(f"{label}: install failed\n{run.stderr[-2000:]}")
                 shutil.rmtree(venv)

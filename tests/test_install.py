@@ -73,6 +73,7 @@ def test_each_readme_cpu_line_builds_trains_generates_and_reloads(label, wheel, 
     install = subprocess.run(
         [python, "-m", *install_sizes.with_wheel(LINES[label], wheel), "-q", "--no-compile"],
         capture_output=True, text=True, timeout=1200,
+        env=install_sizes.pip_environment(LINES[label]),  # no retries of an index not reachable
     )
     assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
     listed = subprocess.run([python, "-m", "pip", "list", "--format=json"], check=True,
