@@ -89,15 +89,18 @@ class ArgList:
     keeps what was computed from it (`_memo`); `copy` gives a list that may be. A list that
     `unite_exit` returned keeps what it united (`_united`), and a list that `union` returned
     what it needs to tell what gettext's C array of the initial segment holds past its
-    elements (`_slots`, read by `stale_slots`). A list whose loop rotate_loop moved to a new
-    array keeps that array's size (`_loop_block`, see `_check_loop_growth`)."""
-    __slots__ = ("initial", "repeated", "_memo", "_united", "_slots", "_loop_block",
-                 "__weakref__")
+    elements (`_slots`, read by `stale_slots`). A list keeps its loop array's `allocated` as
+    gettext counts it (`_loop_allocated`), and, where rotate_loop gave the loop a new array
+    and left `allocated` as it was, the new array's size (`_loop_block`; see
+    `_grow_loop`)."""
+    __slots__ = ("initial", "repeated", "_memo", "_united", "_slots", "_loop_allocated",
+                 "_loop_block", "__weakref__")
 
     def __init__(self, initial=None, repeated=None):
         self.initial = initial if initial is not None else Segment()
         self.repeated = repeated if repeated is not None else Segment()
         self._memo = self._united = self._slots = self._loop_block = None
+        self._loop_allocated = self.repeated.count  # a new array holds its elements exactly
 
     def copy(self):
         return ArgList(self.initial.copy(), self.repeated.copy())
@@ -162,7 +165,8 @@ def normalize_outermost_list(arglist):
         initial = _combined(arglist.initial)
         peak = _normalize_elements(initial, rep)
         arglist.initial = Segment.of(initial)
-    _check_loop_growth(arglist, peak)
+    if peak is not None:
+        _grow_loop(arglist, peak, one_by_one=True)
     arglist.repeated = Segment.of(rep)
 
 
@@ -204,11 +208,10 @@ class _End:
 
 def _normalize_elements(initial, rep):
     """normalize_outermost_list after its merges, on Python lists of elements: returns the
-    most elements the loop held (its array grows by one where an element moves to its
-    start)."""
-    peak = len(rep)
+    most elements the loop's roll made it hold, or None where it added none (its array grows
+    by one where an element moves to its start)."""
     if not rep:
-        return peak
+        return None
     n, extra = len(rep), 0
     if n > 1 and equal_element(rep[0], rep[n - 1]):
         extra, n = rep[n - 1][COUNT], n - 1
@@ -225,6 +228,7 @@ def _normalize_elements(initial, rep):
             rep[2:] = rep[n:n + 1]
             if length // (n // 2) != sum(element[COUNT] for element in rep):
                 raise Undefined("normalization miscounts the loop")
+    peak = None
     if len(rep) == 1:
         if initial and equal_element(initial[-1], rep[0]):
             initial.pop()
@@ -235,7 +239,7 @@ def _normalize_elements(initial, rep):
             rep[0] = with_count(rep[0], rep[0][COUNT] + moved)
         else:
             rep.insert(0, with_count(rep[-1], moved))
-            peak = max(peak, len(rep))
+            peak = max(peak or 0, len(rep))
         rep[-1] = with_count(rep[-1], rep[-1][COUNT] - moved)
         if rep[-1][COUNT] == 0:
             rep.pop()
@@ -285,7 +289,7 @@ def is_empty_list(arglist):
 
 def unfold_loop(arglist, m):
     if m > 1:
-        _check_loop_growth(arglist, m * arglist.repeated.count)
+        _grow_loop(arglist, m * arglist.repeated.count)
         _copy_loop(arglist.repeated, arglist.repeated, m - 1)
 
 
@@ -319,16 +323,32 @@ def rotate_loop(arglist, m, cut=None):
     if r > 0:
         right.extend(left)
         arglist.repeated = right
-        arglist._loop_block = right.count  # the new array's size; `allocated` stays as it was
+        # a new array of the loop's elements; gettext leaves `allocated` as it was
+        arglist._loop_block = (right.count if right.count != arglist._loop_allocated
+                               else None)
 
 
-def _check_loop_growth(arglist, count):
-    """Undefined where a loop's array would grow to `count` elements in place after
-    rotate_loop gave it a new array: gettext 0.21 leaves `allocated` as it was (it may be
-    more than the new array holds), so ensure_repeated_alloc may not reallocate, and the loop
-    is written past its array (msgfmt corrupts its heap: `~b~@{~2*~r~v^~va~#^~^~}~3@*~a`)."""
-    if arglist._loop_block is not None and count > arglist._loop_block:
-        array_broken("a rotated loop may grow past its array")
+def _grow_loop(arglist, count, one_by_one=False):
+    """ensure_repeated_alloc: the loop's array grows to hold `count` elements (`one_by_one`:
+    one more at a time, as normalization's roll moves them). Where rotate_loop gave the loop
+    a new array smaller than gettext's `allocated`, gettext does not reallocate before the
+    elements pass the array, and writes past it (msgfmt corrupts its heap:
+    `~b~@{~2*~r~v^~va~#^~^~}~3@*~a`): `array_broken`."""
+    block, allocated = arglist._loop_block, arglist._loop_allocated
+    if block is not None and count > block and (block < allocated if one_by_one
+                                                 else count <= allocated):
+        array_broken("a rotated loop grows past its array")
+    if count > allocated:  # reallocated: the array holds what gettext counts
+        arglist._loop_allocated, arglist._loop_block = max(2 * allocated + 1, count), None
+
+
+def _grown(count):
+    """gettext's `allocated` after grow_repeated_alloc made room for `count` elements one by
+    one, from none (0, 1, 3, 7, ...)."""
+    allocated = 0
+    while allocated < count:
+        allocated = 2 * allocated + 1
+    return allocated
 
 
 def array_broken(reason):
@@ -523,9 +543,11 @@ def _meet_lists(list1, list2):
         failed, _ = yield from _intersect_segments(*loops, result.repeated)
         if failed is None and loops[0].length != loops[1].length:  # they end apart
             array_broken("make_intersected_list's loops end apart (its ASSERT aborts)")
-        if failed is not None:
+        result._loop_allocated = _grown(result.repeated.count)  # (an element a step)
+        if failed is not None:  # append_repeated_to_initial
             result.initial.extend(result.repeated)
             result.repeated = Segment()
+            result._loop_allocated = 0
             if failed == REQUIRED:
                 result = _backtrack_in_initial(result)
     if result is not None:
@@ -651,8 +673,12 @@ def _join_lists(list1, list2, keep_slots=False):
     result.initial.extend(rest)
     if list1.repeated and list2.repeated:
         yield from _union_segments(list1.repeated, list2.repeated, result.repeated)
+        # an element a step of gettext's loop (_union_segments may take several at once)
+        result._loop_allocated = _grown(sum(steps for *_, steps in _aligned(list1.repeated,
+                                                                            list2.repeated)))
     else:
         result.repeated = (list1.repeated or list2.repeated).copy()
+        result._loop_allocated = result.repeated.count
     loop = result.repeated.copy() if keep_slots else None
     normalize_outermost_list(result)
     if keep_slots:
@@ -743,6 +769,7 @@ def union(list1, list2):
 
 
 _UNSET = None  # a slot of a C array that was allocated and never written
+_FREED = "freed"  # a slot whose element's list gettext freed (its copy in the slot dangles)
 
 
 def stale_slots(arglist):
@@ -782,18 +809,39 @@ def stale_slots(arglist):
     if len(elements) + rest.count > allocated:  # ensure_initial_alloc
         allocated = max(2 * allocated + 1, len(elements) + rest.count)
     elements += rest.elements()
-    merged = _Dropped(_combined(Segment.of(elements)))  # step 1: slots [len(merged):] untouched
-    kept = len(merged)
+    merged, moved_to = _Dropped(), []  # step 1: each element's slot after it, None if merged
+    for element in elements:
+        if merged and merged[-1][PRESENCE:] == element[PRESENCE:]:  # equal_element
+            merged[-1] = with_count(merged[-1], merged[-1][COUNT] + element[COUNT])
+            moved_to.append(None)  # free_element: its list is freed
+        else:
+            merged.append(element)
+            moved_to.append(len(merged) - 1)
+    kept = len(merged)  # slots [kept:] are as they were appended
     _normalize_elements(merged, _combined(loop))
     if merged != list(arglist.initial.elements()):
         return None  # not the list this function made again (cannot happen)
-    return merged.dropped[::-1] + elements[kept:] + [_UNSET] * (allocated - len(elements))
+    dropped = merged.dropped[::-1]  # slots [len(merged):kept]
+    freed = {len(merged) + index for index, element in enumerate(dropped) if element[COUNT] == 0}
+    tail = [_FREED if element[TYPE] == LIST and (moved_to[index] is None
+                                                 or moved_to[index] in freed) else element
+            for index, element in enumerate(elements[kept:], kept)]
+    return dropped + tail + [_UNSET] * (allocated - len(elements))
+
+
+class _Unreadable:
+    """A slot that make_repeated_list copies and whose reading gives no known verdict."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason):
+        self.reason = reason
 
 
 class _Dropped(list):
     """A list of elements that records the ones `pop` drops, last first."""
 
-    def __init__(self, elements):
+    def __init__(self, elements=()):
         super().__init__(elements)
         self.dropped = []
 
@@ -845,6 +893,7 @@ def add_end_constraint(arglist, n):
                 else arglist.repeated.first())[PRESENCE]
     arglist.initial.truncate(n)
     arglist.repeated = Segment()
+    arglist._loop_allocated, arglist._loop_block = 0, None
     return _backtrack_in_initial(arglist) if presence == REQUIRED else arglist
 
 
@@ -922,13 +971,14 @@ def _repeated_list(sublist, period):
             past = stale_slots(sublist)
             if past is None or count - len(initial) > len(past):
                 raise Undefined("make_repeated_list reads past the initial segment")
-            past = past[:count - len(initial)]
-            if any(element is _UNSET for element in past):
-                raise Undefined("make_repeated_list reads a slot never set")
-            if any(element[TYPE] == LIST or element[COUNT] == 0 for element in past):
-                # a list freed or shared (msgfmt's verdict unknown), or VERIFY_LIST aborts
-                raise Undefined("make_repeated_list reads a dropped list or element")
-            copied = initial + past
+            # Copying a slot is harmless; what the walk below reads of it (`at`) is not
+            # known where it was never set or holds a list gettext freed (its deep copy reads
+            # it), and an element of repcount 0 makes VERIFY_LIST abort.
+            copied = initial + [_Unreadable("make_repeated_list reads a slot never set")
+                                if element is _UNSET else
+                                _Unreadable("make_repeated_list reads a dropped list or element")
+                                if element is _FREED or element[COUNT] == 0 else element
+                                for element in past[:count - len(initial)]]
         unfold_loop(sublist, m)
         p = m * loop
         source = initial + copied[:count]  # gettext 0.21's slip
@@ -937,6 +987,8 @@ def _repeated_list(sublist, period):
     def at(index):
         if index >= len(source):
             raise Undefined("make_repeated_list reads past its source")
+        if isinstance(source[index], _Unreadable):
+            raise Undefined(source[index].reason)
         return source[index]
 
     initial = []
@@ -980,6 +1032,7 @@ def _repeated_list(sublist, period):
         if n > result.initial.count:  # it copies elements split..n-1 (n a length, not a count)
             raise Undefined("make_repeated_list writes past the loop it allocates")
         result.initial, result.repeated = result.initial.split(n - p)
+        result._loop_allocated = result.repeated.count
     return result
 
 
