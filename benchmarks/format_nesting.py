@@ -7,7 +7,8 @@ Each string is checked as msgfmt --check-format checks an entry whose msgid and 
 that string (both parsed, then compared). A line gives the seconds, the length, the shape and
 the verdict: None (accepted), a reason, or "unchecked" (gettext's list operations read memory
 they never set: msgfmt's verdict cannot be known). With BUDGET (seconds), the strings that take longer are marked
-and the script exits 1; with WORD, only the shapes whose name holds it are timed.
+and the script exits 1; with WORD, only the shapes whose name holds it are timed (an empty
+BUDGET, `""`, sets none).
 
 Three shapes take time quadratic in their length in msgfmt (gettext's lists whose
 neighbouring elements all differ, copied and united at each directive) and are timed smaller.
@@ -126,5 +127,5 @@ def main(budget=None, word=""):
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    sys.exit(1 if main(float(arguments[0]) if arguments else None,
+    sys.exit(1 if main(float(arguments[0]) if arguments and arguments[0] else None,
                        arguments[1] if len(arguments) > 1 else "") else 0)

@@ -58,18 +58,34 @@ def with_wheel(argv, wheel):
     return [f"{wheel}{arg[1:]}" if arg.startswith(".[") else arg for arg in argv]
 
 
+INDEX_OPTIONS = ("--extra-index-url", "--index-url", "-i")
+
+
+def index_urls(argv):
+    """The index URLs a `pip install` line names: `--index-url URL`, `--index-url=URL`,
+    `--extra-index-url` alike, `-i URL`, `-iURL`."""
+    urls = []
+    for option, following in zip(argv, [*argv[1:], None]):
+        name, equals, value = option.partition("=")
+        if name in INDEX_OPTIONS[:2] and equals:
+            urls.append(value)
+        elif option in INDEX_OPTIONS and following is not None:
+            urls.append(following)
+        elif option.startswith("-i") and not option.startswith("--") and len(option) > 2:
+            urls.append(option[2:])
+    return urls
+
+
 def pip_environment(argv, environment=None):
     """The environment to run a line's `pip install` in: `environment` (default `os.environ`),
-    with `PIP_RETRIES=0` where an index the line names (`--extra-index-url`, `--index-url`)
-    has a host name that does not resolve. On a machine without that network pip would retry
-    the host five times, with back-off, for every package it looks up (about 8 s each, two
-    minutes for the PyTorch line) before taking the package from the indexes it can reach."""
+    with `PIP_RETRIES=0` (unless it sets PIP_RETRIES) where an index the line names has a host
+    name that does not resolve. On a machine without that network pip would retry the host
+    five times, with back-off, for every package it looks up (about 8 s each, two minutes
+    for the PyTorch line) before taking the package from the indexes it can reach."""
     environment = dict(os.environ if environment is None else environment)
-    urls = [url for option, url in zip(argv, argv[1:])
-            if option in ("--extra-index-url", "--index-url", "-i")]
-    for url in urls:
+    for url in index_urls(argv):
         host = urllib.parse.urlsplit(url).hostname
-        if not host:
+        if not host or "PIP_RETRIES" in environment:
             continue
         try:
             socket.getaddrinfo(host, None)

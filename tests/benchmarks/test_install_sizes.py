@@ -9,10 +9,15 @@ import install_sizes  # noqa: E402
 
 
 def test_pip_does_not_retry_an_index_whose_host_does_not_resolve():
-    line = ["pip", "install", ".[torch]", "--extra-index-url", "https://no-such-host.invalid/whl"]
+    # `.invalid` never resolves (RFC 6761); the final dot keeps a resolver's search domains off
+    line = ["pip", "install", ".[torch]", "--extra-index-url", "https://no-such-host.invalid./whl"]
     assert install_sizes.pip_environment(line, {"A": "1"}) == {"A": "1", "PIP_RETRIES": "0"}
-    assert install_sizes.pip_environment(["pip", "install", "-i", "https://x.invalid/", "."],
-                                         {})["PIP_RETRIES"] == "0"
+    for forms in (["-i", "https://x.invalid./"], ["-ihttps://x.invalid./"],
+                  ["--index-url=https://x.invalid./"], ["--extra-index-url=https://x.invalid./"]):
+        assert install_sizes.pip_environment(["pip", "install", *forms, "."],
+                                             {})["PIP_RETRIES"] == "0", forms
+    # retries the user set are theirs
+    assert install_sizes.pip_environment(line, {"PIP_RETRIES": "3"}) == {"PIP_RETRIES": "3"}
 
 
 def test_pip_keeps_its_retries_for_indexes_that_resolve_and_lines_without_one():

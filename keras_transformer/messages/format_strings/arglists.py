@@ -143,16 +143,24 @@ def _combined(segment):
     elements = [with_count(element, element[COUNT] * times) if times > 1 else element
                 for element, times in runs]
     constraints = [element[PRESENCE:] for element in elements]  # equal_element's fields
-    merges = list(map(operator.eq, constraints, constraints[1:]))
-    if not any(merges):
+    if not any(map(operator.eq, constraints, constraints[1:])):
         return elements
-    out = elements[:1]
-    for element, merge in zip(elements[1:], merges):
-        if merge:
+    return _merged_neighbours(elements)[0]
+
+
+def _merged_neighbours(elements):
+    """normalize_outermost_list's first step on a Python list of elements: (the elements with
+    equal neighbours merged, where each element went: its index there, or None where it was
+    merged into the one before it, which frees its list)."""
+    out, moved_to = [], []
+    for element in elements:
+        if out and out[-1][PRESENCE:] == element[PRESENCE:]:  # equal_element
             out[-1] = with_count(out[-1], out[-1][COUNT] + element[COUNT])
+            moved_to.append(None)
         else:
             out.append(element)
-    return out
+            moved_to.append(len(out) - 1)
+    return out, moved_to
 
 
 def normalize_outermost_list(arglist):
@@ -166,7 +174,7 @@ def normalize_outermost_list(arglist):
         peak = _normalize_elements(initial, rep)
         arglist.initial = Segment.of(initial)
     if peak is not None:
-        _grow_loop(arglist, peak, one_by_one=True)
+        _grow_loop(arglist, peak)
     arglist.repeated = Segment.of(rep)
 
 
@@ -328,15 +336,14 @@ def rotate_loop(arglist, m, cut=None):
                                else None)
 
 
-def _grow_loop(arglist, count, one_by_one=False):
-    """ensure_repeated_alloc: the loop's array grows to hold `count` elements (`one_by_one`:
-    one more at a time, as normalization's roll moves them). Where rotate_loop gave the loop
-    a new array smaller than gettext's `allocated`, gettext does not reallocate before the
-    elements pass the array, and writes past it (msgfmt corrupts its heap:
+def _grow_loop(arglist, count):
+    """ensure_repeated_alloc: the loop's array grows to hold `count` elements (normalization's
+    roll: one more than it holds). Where rotate_loop gave the loop a new array smaller than
+    gettext's `allocated`, gettext reallocates only once `count` passes `allocated`, and
+    writes past the array before (msgfmt corrupts its heap:
     `~b~@{~2*~r~v^~va~#^~^~}~3@*~a`): `array_broken`."""
     block, allocated = arglist._loop_block, arglist._loop_allocated
-    if block is not None and count > block and (block < allocated if one_by_one
-                                                 else count <= allocated):
+    if block is not None and block < count <= allocated:
         array_broken("a rotated loop grows past its array")
     if count > allocated:  # reallocated: the array holds what gettext counts
         arglist._loop_allocated, arglist._loop_block = max(2 * allocated + 1, count), None
@@ -352,10 +359,9 @@ def _grown(count):
 
 
 def array_broken(reason):
-    """Raises Undefined: gettext 0.21's rotate_loop leaves an array's count or size wrong
-    here (msgfmt aborts, or writes past the array). Where gettext's `allocated` was no more
-    than the new array holds, it reallocates and judges the string: `allocated` is not
-    modelled here, so such strings are left unchecked."""
+    """Raises Undefined: gettext 0.21's rotate_loop left a loop's count short (msgfmt aborts,
+    or its intersection's ASSERT does), or its array smaller than its `allocated`, and the
+    loop grows past the array here (msgfmt writes past it)."""
     raise Undefined(reason)
 
 
@@ -544,7 +550,8 @@ def _meet_lists(list1, list2):
         if failed is None and loops[0].length != loops[1].length:  # they end apart
             array_broken("make_intersected_list's loops end apart (its ASSERT aborts)")
         result._loop_allocated = _grown(result.repeated.count)  # (an element a step)
-        if failed is not None:  # append_repeated_to_initial
+        if failed is not None:  # append_repeated_to_initial (gettext may keep an allocation
+            # of 1 for the empty loop: no array grows in place from here, so it does not matter)
             result.initial.extend(result.repeated)
             result.repeated = Segment()
             result._loop_allocated = 0
@@ -774,8 +781,8 @@ _FREED = "freed"  # a slot whose element's list gettext freed (its copy in the s
 
 def stale_slots(arglist):
     """What gettext's C array of a list's initial segment holds past its elements, up to its
-    allocation (elements, or `_UNSET`), where the list is `union`'s result unchanged; else
-    None (unknown).
+    allocation (elements; `_FREED` for a list element whose list gettext freed; `_UNSET`),
+    where the list is `union`'s result unchanged; else None (unknown).
 
     make_union_list appends the elements of its result one by one (the array growing from 0
     to 1, 3, 7, ... slots: grow_initial_alloc), then normalizes it in place: merging equal
@@ -809,14 +816,8 @@ def stale_slots(arglist):
     if len(elements) + rest.count > allocated:  # ensure_initial_alloc
         allocated = max(2 * allocated + 1, len(elements) + rest.count)
     elements += rest.elements()
-    merged, moved_to = _Dropped(), []  # step 1: each element's slot after it, None if merged
-    for element in elements:
-        if merged and merged[-1][PRESENCE:] == element[PRESENCE:]:  # equal_element
-            merged[-1] = with_count(merged[-1], merged[-1][COUNT] + element[COUNT])
-            moved_to.append(None)  # free_element: its list is freed
-        else:
-            merged.append(element)
-            moved_to.append(len(merged) - 1)
+    merged, moved_to = _merged_neighbours(elements)  # step 1
+    merged = _Dropped(merged)
     kept = len(merged)  # slots [kept:] are as they were appended
     _normalize_elements(merged, _combined(loop))
     if merged != list(arglist.initial.elements()):
