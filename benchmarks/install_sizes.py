@@ -83,14 +83,16 @@ def pip_environment(argv, environment=None):
     five times, with back-off, for every package it looks up (about 8 s each, two minutes
     for the PyTorch line) before taking the package from the indexes it can reach."""
     environment = dict(os.environ if environment is None else environment)
+    if "PIP_RETRIES" in environment:
+        return environment
     for url in index_urls(argv):
         host = urllib.parse.urlsplit(url).hostname
-        if not host or "PIP_RETRIES" in environment:
-            continue
         try:
-            socket.getaddrinfo(host, None)
+            if host:
+                socket.getaddrinfo(host, None)
         except OSError:
             environment["PIP_RETRIES"] = "0"
+            break
     return environment
 
 

@@ -839,6 +839,10 @@ class _Unreadable:
         self.reason = reason
 
 
+_NEVER_SET = _Unreadable("make_repeated_list reads a slot never set")
+_DANGLING = _Unreadable("make_repeated_list reads a dropped list or element")
+
+
 class _Dropped(list):
     """A list of elements that records the ones `pop` drops, last first."""
 
@@ -975,10 +979,8 @@ def _repeated_list(sublist, period):
             # Copying a slot is harmless; what the walk below reads of it (`at`) is not
             # known where it was never set or holds a list gettext freed (its deep copy reads
             # it), and an element of repcount 0 makes VERIFY_LIST abort.
-            copied = initial + [_Unreadable("make_repeated_list reads a slot never set")
-                                if element is _UNSET else
-                                _Unreadable("make_repeated_list reads a dropped list or element")
-                                if element is _FREED or element[COUNT] == 0 else element
+            copied = initial + [_NEVER_SET if element is _UNSET else
+                                _DANGLING if element is _FREED or element[COUNT] == 0 else element
                                 for element in past[:count - len(initial)]]
         unfold_loop(sublist, m)
         p = m * loop
